@@ -1,0 +1,8 @@
+package cli
+
+import "github.com/spf13/cobra"
+
+// TEMPORARY placeholder while the command is being written.
+func newProduceCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{Use: "produce", Hidden: true}
+}

@@ -1,0 +1,300 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/narad/narad/internal/cli"
+	"github.com/narad/narad/internal/devbroker"
+)
+
+var update = flag.Bool("update", false, "rewrite testscript golden files from actual output")
+
+// TestMain registers the real narad entry point and small helper programs that stand
+// in for the supervisor's children; testscript runs them as separate processes.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"narad":    func() { os.Exit(cli.Main(os.Args[1:])) },
+		"exitcode": helperExitCode,
+		"sleeper":  helperSleeper,
+		"envdump":  helperEnvDump,
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: *update,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("HOME", env.WorkDir+"/home")
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
+			env.Setenv("TZ", "UTC")
+			env.Setenv("NO_COLOR", "")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"narad-dev": cmdNaradDev,
+			"broker":    cmdBroker,
+			"http":      cmdHTTP,
+			"exits":     cmdExits,
+		},
+	})
+}
+
+// brokers maps a script's NARAD_ADDR to the in-process broker it started, so that
+// `broker` can reach it. Scripts run in parallel, each with its own broker.
+var brokers = struct {
+	sync.Mutex
+	m map[string]*devbroker.Broker
+}{m: map[string]*devbroker.Broker{}}
+
+func lookupBroker(ts *testscript.TestScript) *devbroker.Broker {
+	brokers.Lock()
+	defer brokers.Unlock()
+	b := brokers.m[ts.Getenv("BROKER_URL")]
+	if b == nil {
+		ts.Fatalf("no broker: run narad-dev first")
+	}
+	return b
+}
+
+// narad-dev [--topic NAME[:PARTITIONS]]... [--visibility D] [--max-consume-wait D]
+//
+//	[--user NAME:PASS:GRANTS]... [--fault SPEC]... [--legacy]
+//
+// starts internal/devbroker on 127.0.0.1:0 inside the test process, sets NARAD_ADDR
+// and BROKER_URL, and stops it when the script ends.
+func cmdNaradDev(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! narad-dev")
+	}
+	cfg := devbroker.Config{Addr: "127.0.0.1:0"}
+	fs := flag.NewFlagSet("narad-dev", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("topic", "", func(s string) error {
+		spec, err := devbroker.ParseTopicFlag(s)
+		cfg.Topics = append(cfg.Topics, spec)
+		return err
+	})
+	fs.Func("user", "", func(s string) error {
+		u, err := devbroker.ParseUser(s)
+		cfg.Users = append(cfg.Users, u)
+		return err
+	})
+	fs.Func("fault", "", func(s string) error {
+		r, err := devbroker.ParseFault(s)
+		cfg.Faults = append(cfg.Faults, r)
+		return err
+	})
+	fs.DurationVar(&cfg.DefaultVisibility, "visibility", 0, "")
+	fs.DurationVar(&cfg.MaxConsumeWait, "max-consume-wait", 0, "")
+	fs.BoolVar(&cfg.Legacy, "legacy", false, "")
+	ts.Check(fs.Parse(args))
+	b, err := devbroker.Start(cfg)
+	ts.Check(err)
+	ts.Defer(func() { b.Close() })
+	brokers.Lock()
+	brokers.m[b.URL()] = b
+	brokers.Unlock()
+	ts.Defer(func() {
+		brokers.Lock()
+		delete(brokers.m, b.URL())
+		brokers.Unlock()
+	})
+	ts.Setenv("NARAD_ADDR", b.URL())
+	ts.Setenv("BROKER_URL", b.URL())
+	ts.Setenv("BROKER_HOSTPORT", b.Addr())
+}
+
+// broker inspects or steers the script's broker:
+//
+//	broker requests OP            prints how many OP requests reached it
+//	broker fail OP N STATUS       the next N OP requests answer STATUS
+//	broker stats TOPIC            prints available=N inflight=N acked=N
+//	broker legacy on|off          switches the older-node behaviour
+func cmdBroker(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: broker requests|fail|stats|legacy ...")
+	}
+	b := lookupBroker(ts)
+	var got string
+	switch args[0] {
+	case "requests":
+		got = strconv.Itoa(b.Requests(args[1]))
+	case "fail":
+		n, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		status, err := strconv.Atoi(args[3])
+		ts.Check(err)
+		b.FailNext(args[1], n, status)
+		return
+	case "legacy":
+		b.SetLegacy(args[1] == "on")
+		return
+	case "stats":
+		st, err := b.Stats(args[1])
+		if err != nil {
+			if neg {
+				return
+			}
+			ts.Fatalf("%v", err)
+		}
+		got = fmt.Sprintf("available=%d inflight=%d acked=%d", st.Available, st.InFlight, st.Acked)
+	default:
+		ts.Fatalf("unknown broker subcommand %q", args[0])
+	}
+	fmt.Fprintln(ts.Stdout(), got)
+}
+
+// http METHOD PATH [-H NAME:VALUE]... [-d BODY | -f FILE]
+//
+// sends one request to the script's broker and prints the status line, the headers
+// a test may assert on, a blank line and the body: the curl -i of the seed guide.
+func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: http METHOD PATH [-H K:V]... [-d BODY]")
+	}
+	method, path := args[0], args[1]
+	var body io.Reader
+	headers := http.Header{}
+	for i := 2; i < len(args); i++ {
+		switch args[i] {
+		case "-H":
+			i++
+			k, v, _ := strings.Cut(args[i], ":")
+			headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		case "-d":
+			i++
+			body = strings.NewReader(args[i])
+		case "-f":
+			i++
+			body = bytes.NewReader([]byte(ts.ReadFile(args[i])))
+		default:
+			ts.Fatalf("http: unknown argument %q", args[i])
+		}
+	}
+	req, err := http.NewRequest(method, ts.Getenv("BROKER_URL")+path, body)
+	ts.Check(err)
+	req.Header = headers
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	ts.Check(err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	out := ts.Stdout()
+	fmt.Fprintf(out, "HTTP %d\n", resp.StatusCode)
+	var names []string
+	for k := range resp.Header {
+		if k == "Date" || k == "Content-Length" {
+			continue
+		}
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(out, "%s: %s\n", k, strings.Join(resp.Header[k], ", "))
+	}
+	fmt.Fprintln(out)
+	out.Write(data)
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		fmt.Fprintln(out)
+	}
+	// A handle from a consume is saved so later lines can use $HANDLE, as in the guide.
+	var m struct {
+		ReceiptHandle string `json:"receipt_handle"`
+	}
+	if json.Unmarshal(data, &m) == nil && m.ReceiptHandle != "" {
+		ts.Setenv("HANDLE", m.ReceiptHandle)
+	}
+	if neg != (resp.StatusCode >= 400) {
+		if neg {
+			ts.Fatalf("http: status %d, want an error", resp.StatusCode)
+		}
+		ts.Fatalf("http: status %d", resp.StatusCode)
+	}
+}
+
+// exits CODE PROGRAM [ARG...] runs a program like exec and asserts its exit code,
+// since scripts depend on the documented codes, not just on failure.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARG...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("exit code %d, want %d", got, want)
+	}
+}
+
+// exitcode N [MESSAGE] exits with N after printing MESSAGE, standing in for a handler.
+func helperExitCode() {
+	if len(os.Args) < 2 {
+		os.Exit(2)
+	}
+	n, _ := strconv.Atoi(os.Args[1])
+	if len(os.Args) > 2 {
+		fmt.Println(strings.Join(os.Args[2:], " "))
+	}
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(n)
+}
+
+// sleeper D [LOG] sleeps for D, appending "start" and "end" lines with the time and
+// NARAD_OFFSET to LOG, so a script can check how many ran at once.
+func helperSleeper() {
+	d, _ := time.ParseDuration(os.Args[1])
+	logf := func(what string) {
+		if len(os.Args) < 3 {
+			return
+		}
+		f, err := os.OpenFile(os.Args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(f, "%s %d p%s@%s\n", what, time.Now().UnixNano(), os.Getenv("NARAD_PARTITION"), os.Getenv("NARAD_OFFSET"))
+		f.Close()
+	}
+	logf("start")
+	time.Sleep(d)
+	logf("end")
+}
+
+// envdump prints stdin and then the NARAD_* environment, sorted.
+func helperEnvDump() {
+	data, _ := io.ReadAll(os.Stdin)
+	fmt.Printf("stdin=%s\n", data)
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "NARAD_") {
+			env = append(env, kv)
+		}
+	}
+	sort.Strings(env)
+	for _, kv := range env {
+		fmt.Println(kv)
+	}
+}

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Signals turns SIGINT/SIGTERM into two stages: the first closes Soft (stop taking
+// work, give back what is held, let running work finish) and the second cancels the
+// hard context (stop everything now). Commands with nothing to finish treat the first
+// signal as hard (see Factory.Context).
+type Signals struct {
+	Soft chan struct{}
+	Hard context.Context
+
+	mu     sync.Mutex
+	first  syscall.Signal
+	cancel context.CancelFunc
+	count  int
+}
+
+// NewSignals returns Signals not yet wired to the process (tests call Trigger).
+func NewSignals() *Signals {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Signals{Soft: make(chan struct{}), Hard: ctx, cancel: cancel}
+}
+
+// Trigger records one signal.
+func (s *Signals) Trigger(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count++
+	switch s.count {
+	case 1:
+		s.first = sig
+		close(s.Soft)
+	default:
+		s.cancel()
+	}
+}
+
+// Received is the first signal seen, 0 when none.
+func (s *Signals) Received() syscall.Signal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
+}
+
+// Notify wires the process's SIGINT and SIGTERM to s until stop is called. SIGPIPE
+// is caught too, so a write to a closed stdout returns EPIPE instead of killing us
+// before held messages are given back (a caught, unlike an ignored, signal is reset
+// to the default in the commands the supervisor starts).
+func (s *Signals) Notify() (stop func()) {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-ch:
+				if sig == syscall.SIGPIPE {
+					continue
+				}
+				s.Trigger(sig.(syscall.Signal))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+	}
+}
+
+// softContext is cancelled at the first signal.
+func (s *Signals) softContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(s.Hard)
+	go func() {
+		select {
+		case <-s.Soft:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

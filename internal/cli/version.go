@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Set at build time with -ldflags "-X github.com/narad/narad/internal/cli.version=v1.2.3 ...".
+var (
+	version = ""
+	commit  = ""
+	date    = ""
+)
+
+type versionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Date      string `json:"date"`
+	GoVersion string `json:"go_version"`
+}
+
+// buildInfo falls back to what the Go toolchain stamped into the binary when the
+// release ldflags were not used (go install, go run).
+func buildInfo() versionInfo {
+	v := versionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.Version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if v.Commit == "" {
+					v.Commit = s.Value
+				}
+			case "vcs.time":
+				if v.Date == "" {
+					v.Date = s.Value
+				}
+			}
+		}
+	}
+	if v.Version == "" {
+		v.Version = "dev"
+	}
+	if v.Commit == "" {
+		v.Commit = "unknown"
+	}
+	if v.Date == "" {
+		v.Date = "unknown"
+	}
+	return v
+}
+
+func versionString() string { return buildInfo().Version }
+
+type versionOptions struct {
+	output string
+}
+
+func newVersionCmd(f *Factory) *cobra.Command {
+	opts := &versionOptions{}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print version, commit, build date and Go version",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return versionRun(f, opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func versionRun(f *Factory, opts *versionOptions) error {
+	v := buildInfo()
+	switch opts.output {
+	case "json":
+		return json.NewEncoder(f.IO.Out).Encode(v)
+	case "text", "":
+		_, err := fmt.Fprintf(f.IO.Out, "narad %s (commit %s, built %s, %s)\n", v.Version, v.Commit, v.Date, v.GoVersion)
+		return err
+	}
+	return usageErrorf("invalid --output %q (text or json)", opts.output)
+}

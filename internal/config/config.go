@@ -1,0 +1,169 @@
+// Package config owns the config file (saved contexts) and the layering of the
+// connection settings: flag > env > context > default, field by field. It is also
+// where the rule "a context's credentials go only to its own server" is enforced.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultServer is the node used when nothing else names one.
+const DefaultServer = "http://127.0.0.1:7942"
+
+// Context is one saved connection.
+type Context struct {
+	Server   string `yaml:"server"`
+	User     string `yaml:"user,omitempty"`
+	Password string `yaml:"password,omitempty"`
+	CACert   string `yaml:"ca-cert,omitempty"`
+	Insecure bool   `yaml:"insecure,omitempty"`
+}
+
+// File is the config file. It is read and written with a YAML codec rather than
+// through viper because viper folds keys to lower case, which would rename contexts.
+type File struct {
+	CurrentContext string             `yaml:"current-context,omitempty"`
+	Contexts       map[string]Context `yaml:"contexts,omitempty"`
+
+	path string
+}
+
+// DefaultPath is $XDG_CONFIG_HOME/narad/config.yaml, else ~/.config/narad/config.yaml.
+func DefaultPath(getenv func(string) string) (string, error) {
+	if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
+		return filepath.Join(dir, "narad", "config.yaml"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("cannot find the config directory (set XDG_CONFIG_HOME or --config)")
+		}
+	}
+	return filepath.Join(home, ".config", "narad", "config.yaml"), nil
+}
+
+// Load reads the config file at path; a missing file is an empty config.
+func Load(path string) (*File, error) {
+	f := &File{path: path, Contexts: map[string]Context{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read config %s: %w", path, err)
+	}
+	if err := yaml.Unmarshal(data, f); err != nil {
+		return nil, fmt.Errorf("config %s is not valid YAML: %v", path, err)
+	}
+	if f.Contexts == nil {
+		f.Contexts = map[string]Context{}
+	}
+	return f, nil
+}
+
+// Path is where the file was read from and will be saved to.
+func (f *File) Path() string { return f.path }
+
+// Save writes the file atomically with mode 0600, since it may hold passwords.
+func (f *File) Save() error {
+	data, err := yaml.Marshal(f)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(f.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".config-*.yaml")
+	if err != nil {
+		return fmt.Errorf("cannot write config: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("cannot write config: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("cannot write config: %w", err)
+	}
+	return nil
+}
+
+// Names lists the saved contexts in order.
+func (f *File) Names() []string {
+	names := make([]string, 0, len(f.Contexts))
+	for n := range f.Contexts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ValidateContextName rejects names that would be awkward in a shell or YAML.
+func ValidateContextName(name string) error {
+	if name == "" || strings.ContainsAny(name, " \t\r\n/\\:") {
+		return fmt.Errorf("invalid context name %q (letters, digits, '.', '_' and '-')", name)
+	}
+	return nil
+}
+
+// ValidateServer checks that s is an http(s) URL with a host.
+func ValidateServer(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("invalid server %q (want http://HOST:PORT or https://HOST)", s)
+	}
+	if u.User != nil {
+		return fmt.Errorf("invalid server %q (put credentials in --user and --password, not the URL)", RedactURL(s))
+	}
+	return nil
+}
+
+// RedactURL hides any userinfo in a URL before it is shown.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User("xxxxx")
+	return u.String()
+}
+
+// SameOrigin reports whether two server URLs name the same scheme, host and port,
+// so that saved credentials are sent to the server they were saved for and no other.
+func SameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) &&
+		strings.EqualFold(ua.Hostname(), ub.Hostname()) &&
+		portOf(ua) == portOf(ub)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}

@@ -1,0 +1,115 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Connection is the resolved way to reach a node.
+type Connection struct {
+	Server   string
+	User     string
+	Password string
+	CACert   string
+	Insecure bool
+	// Context is the saved context in use, "" when none.
+	Context string
+	// DroppedCredentials is set when a context's credentials were withheld because the
+	// server in use is not the one they were saved for.
+	DroppedCredentials bool
+}
+
+// Resolve layers flag > env > context > default for each connection field.
+// flags must define server, user, password, context, ca-cert and insecure.
+// A fresh viper instance per call keeps invocations independent (tests run many).
+func Resolve(flags *pflag.FlagSet, f *File) (Connection, error) {
+	v := viper.New()
+	for key, env := range map[string]string{
+		"server": "NARAD_ADDR", "user": "NARAD_USER", "password": "NARAD_PASS", "context": "NARAD_CONTEXT",
+	} {
+		if fl := flags.Lookup(key); fl != nil {
+			if err := v.BindPFlag(key, fl); err != nil {
+				return Connection{}, err
+			}
+		}
+		if err := v.BindEnv(key, env); err != nil {
+			return Connection{}, err
+		}
+	}
+	for _, key := range []string{"ca-cert", "insecure"} {
+		if fl := flags.Lookup(key); fl != nil {
+			if err := v.BindPFlag(key, fl); err != nil {
+				return Connection{}, err
+			}
+		}
+	}
+
+	var conn Connection
+	name := v.GetString("context")
+	explicitContext := name != ""
+	if name == "" {
+		name = f.CurrentContext
+	}
+	var saved Context
+	if name != "" {
+		c, ok := f.Contexts[name]
+		if !ok {
+			if explicitContext {
+				return Connection{}, fmt.Errorf("no context named %q (see narad context ls)", name)
+			}
+			return Connection{}, fmt.Errorf("current context %q is not in %s (run narad context use NAME)", name, f.Path())
+		}
+		saved, conn.Context = c, name
+	}
+
+	// A value is "explicit" when it came from a flag the user typed or from the
+	// environment: viper's IsSet ignores flag defaults and empty variables. Only
+	// explicit values outrank the context.
+	explicit := v.IsSet
+
+	conn.Server = DefaultServer
+	if saved.Server != "" {
+		conn.Server = saved.Server
+	}
+	if explicit("server") {
+		conn.Server = v.GetString("server")
+	}
+	if err := ValidateServer(conn.Server); err != nil {
+		return Connection{}, err
+	}
+
+	credsMayGo := saved.Server != "" && SameOrigin(conn.Server, saved.Server)
+	if explicit("user") {
+		conn.User = v.GetString("user")
+		if explicit("password") {
+			conn.Password = v.GetString("password")
+		} else if credsMayGo && conn.User == saved.User {
+			conn.Password = saved.Password
+		}
+	} else {
+		if explicit("password") {
+			conn.Password = v.GetString("password")
+		}
+		if credsMayGo {
+			conn.User = saved.User
+			if !explicit("password") {
+				conn.Password = saved.Password
+			}
+		} else if saved.User != "" || saved.Password != "" {
+			conn.DroppedCredentials = true
+		}
+	}
+
+	if credsMayGo {
+		conn.CACert, conn.Insecure = saved.CACert, saved.Insecure
+	}
+	if fl := flags.Lookup("ca-cert"); fl != nil && fl.Changed {
+		conn.CACert = v.GetString("ca-cert")
+	}
+	if fl := flags.Lookup("insecure"); fl != nil && fl.Changed {
+		conn.Insecure = v.GetBool("insecure")
+	}
+	return conn, nil
+}
