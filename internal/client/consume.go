@@ -1,0 +1,298 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Consume takes messages from topic: one (Max == 0) or a batch of up to Max. A 204
+// (nothing arrived within Wait) is an empty result, not an error. 429, 502, 503 and
+// 421 are retried with backoff for as long as ctx allows; a connection error is
+// retried a few times; anything else comes back as *Error.
+//
+// A node older than v3.1 ignores max and answers the single-message shape; that
+// answer is taken as a batch of one, and the Client notes it once in Verbose.
+func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*ConsumeResult, error) {
+	q := url.Values{}
+	if o.Wait > 0 {
+		q.Set("wait", formatWait(o.Wait))
+	}
+	if o.Partition != nil {
+		q.Set("partition", strconv.Itoa(*o.Partition))
+	}
+	r := &request{op: "consume", method: http.MethodGet, path: topicPath(topic, "/consume"), query: q,
+		timeout: o.Wait + consumeSlack}
+	if o.Max > 0 {
+		q.Set("max", strconv.Itoa(o.Max))
+		// Without it a batch is a 400: the header forces a CORS preflight, so a web
+		// page cannot reserve messages with an operator's cached credentials.
+		r.header = http.Header{"X-Narad-Client": {c.name}}
+	}
+	resp, err := c.consumeRetrying(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	res := &ConsumeResult{Clamped: resp.header.Get("X-Narad-Wait-Clamped")}
+	if resp.status == http.StatusNoContent {
+		return res, nil
+	}
+	msgs, batch, err := decodeConsume(resp.body)
+	if err != nil {
+		return nil, fmt.Errorf("consume: %w", err)
+	}
+	if o.Max > 0 && !batch && !c.legacyConsume.Swap(true) {
+		c.note("note: the node ignored max and answered one message (a node older than v3.1); batches will hold one message\n")
+	}
+	res.Messages = msgs
+	return res, nil
+}
+
+// Replay reads the retained message at partition/offset: no lease, no receipt handle.
+// It is nil, nil at or past the partition's high watermark (204), and an *Error with
+// status 410 when the offset is older than retention.
+func (c *Client) Replay(ctx context.Context, topic string, partition int, offset int64) (*Message, error) {
+	q := url.Values{}
+	q.Set("partition", strconv.Itoa(partition))
+	q.Set("offset", strconv.FormatInt(offset, 10))
+	r := &request{op: "replay", method: http.MethodGet, path: topicPath(topic, "/consume"), query: q}
+	resp, err := c.consumeRetrying(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status == http.StatusNoContent {
+		return nil, nil
+	}
+	msgs, _, err := decodeConsume(resp.body)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	return &msgs[0], nil
+}
+
+// consumeRetrying sends r until it gets 200 or 204, backing off on the statuses that
+// ask for it. Anything else is an *Error at once: a 401 must never loop (a node locks
+// a user name out after 5 failed logins).
+func (c *Client) consumeRetrying(ctx context.Context, r *request) (*response, error) {
+	busy, down := 0, 0 // retries so far for a busy node, and connection errors in a row
+	for {
+		resp, err := c.send(ctx, r)
+		var n int
+		switch {
+		case err != nil:
+			if ctx.Err() != nil || !retryableTransport(err) || down+1 >= c.retry.ProduceAttempts {
+				return nil, err
+			}
+			down++
+			n = down - 1
+		case resp.status == http.StatusOK || resp.status == http.StatusNoContent:
+			return resp, nil
+		case retryableConsumeStatus(resp.status):
+			down = 0
+			busy++
+			n = busy - 1
+		default:
+			return nil, resp.err(r.op)
+		}
+		if err := c.retry.Sleep(ctx, c.retry.backoff(n)); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.op, err)
+		}
+	}
+}
+
+// consumeBody is either answer shape: a batch {"messages":[...]} or, from a single
+// consume or an older node, the message object itself. One decode covers both.
+type consumeBody struct {
+	Messages *[]Message `json:"messages"`
+	Message
+}
+
+// decodeConsume decodes a consume answer; batch reports the batch shape. A body that
+// is not valid JSON because an older node wrote Go escapes (`"key":"\x01"`) is repaired
+// and decoded again, so one odd key does not stop a consumer.
+func decodeConsume(body []byte) (msgs []Message, batch bool, err error) {
+	var b consumeBody
+	if err = json.Unmarshal(body, &b); err != nil {
+		var serr *json.SyntaxError
+		if !errors.As(err, &serr) {
+			return nil, false, err
+		}
+		fixed, ok := repairGoEscapes(body)
+		if !ok {
+			return nil, false, fmt.Errorf("bad JSON in answer: %w", err)
+		}
+		b = consumeBody{}
+		if err2 := json.Unmarshal(fixed, &b); err2 != nil {
+			return nil, false, fmt.Errorf("bad JSON in answer: %w", err)
+		}
+	}
+	if b.Messages != nil {
+		return *b.Messages, true, nil
+	}
+	if b.Payload == nil && b.ReceiptHandle == "" && b.Topic == "" {
+		return nil, false, errors.New("answer holds neither a message nor messages")
+	}
+	return []Message{b.Message}, false, nil
+}
+
+// Go-escape repair: an older node formatted some strings with Go's %q, which writes
+// escapes JSON does not have. The repair rewrites only the string literals holding
+// such escapes, after the bytes they stand for:
+//   - the value of "key" or "payload" becomes base64, with "key_encoding" or
+//     "payload_encoding" set to "base64" right after it (what v3.1 sends for bytes);
+//   - any other string becomes a JSON string of its text (invalid UTF-8 replaced).
+//
+// Everything else is copied byte for byte, so a JSON payload stays verbatim.
+func repairGoEscapes(in []byte) ([]byte, bool) {
+	out := make([]byte, 0, len(in)+64)
+	changed := false
+	var lastStr []byte  // raw text of the last string literal: an object key, if a ':' follows
+	var valueOf string  // the key whose value the next string literal is, when it follows ':'
+	afterColon := false // the last byte outside strings, ignoring spaces, was ':'
+	for i := 0; i < len(in); {
+		ch := in[i]
+		if ch != '"' {
+			switch ch {
+			case ':':
+				afterColon, valueOf = true, string(lastStr)
+			case ' ', '\t', '\n', '\r':
+			default:
+				afterColon = false
+			}
+			out = append(out, ch)
+			i++
+			continue
+		}
+		end, dec, goEsc, ok := scanString(in, i)
+		if !ok {
+			return nil, false
+		}
+		field := ""
+		if afterColon {
+			field = valueOf
+		}
+		afterColon = false
+		if !goEsc {
+			out = append(out, in[i:end]...)
+			lastStr = in[i+1 : end-1]
+			i = end
+			continue
+		}
+		changed = true
+		lastStr = nil
+		switch field {
+		case "key", "payload":
+			enc, _ := json.Marshal(dec) // []byte marshals as base64
+			out = append(out, enc...)
+			out = append(out, `,"`+field+`_encoding":"base64"`...)
+		default:
+			enc, _ := json.Marshal(string(dec))
+			out = append(out, enc...)
+		}
+		i = end
+	}
+	return out, changed
+}
+
+// scanString reads the string literal starting at in[i] (a '"'). It returns the index
+// just past its closing quote, its decoded bytes, whether it used a Go-only escape
+// (\xNN, \a, \v, \', \NNN octal, \UXXXXXXXX), and false if it is not a string literal
+// either language would accept.
+func scanString(in []byte, i int) (end int, dec []byte, goEsc, ok bool) {
+	j := i + 1
+	for j < len(in) {
+		c := in[j]
+		switch {
+		case c == '"':
+			return j + 1, dec, goEsc, true
+		case c != '\\':
+			dec = append(dec, c)
+			j++
+			continue
+		}
+		if j+1 >= len(in) {
+			return 0, nil, false, false
+		}
+		e := in[j+1]
+		switch e {
+		case '"', '\\', '/':
+			dec = append(dec, e)
+			j += 2
+		case 'b':
+			dec, j = append(dec, '\b'), j+2
+		case 'f':
+			dec, j = append(dec, '\f'), j+2
+		case 'n':
+			dec, j = append(dec, '\n'), j+2
+		case 'r':
+			dec, j = append(dec, '\r'), j+2
+		case 't':
+			dec, j = append(dec, '\t'), j+2
+		case 'a':
+			dec, j, goEsc = append(dec, '\a'), j+2, true
+		case 'v':
+			dec, j, goEsc = append(dec, '\v'), j+2, true
+		case '\'':
+			dec, j, goEsc = append(dec, '\''), j+2, true
+		case 'x':
+			v, ok := hexAt(in, j+2, 2)
+			if !ok {
+				return 0, nil, false, false
+			}
+			dec, j, goEsc = append(dec, byte(v)), j+4, true
+		case 'u':
+			v, ok := hexAt(in, j+2, 4)
+			if !ok {
+				return 0, nil, false, false
+			}
+			j += 6
+			r := rune(v)
+			// A UTF-16 surrogate pair is two \u escapes in JSON.
+			if r >= 0xD800 && r < 0xDC00 && j+1 < len(in) && in[j] == '\\' && in[j+1] == 'u' {
+				if lo, ok := hexAt(in, j+2, 4); ok && lo >= 0xDC00 && lo < 0xE000 {
+					r = 0x10000 + (r-0xD800)<<10 + rune(lo-0xDC00)
+					j += 6
+				}
+			}
+			dec = appendRune(dec, r)
+		case 'U':
+			v, ok := hexAt(in, j+2, 8)
+			if !ok {
+				return 0, nil, false, false
+			}
+			dec, j, goEsc = appendRune(dec, rune(v)), j+10, true
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			if j+3 >= len(in) {
+				return 0, nil, false, false
+			}
+			v, err := strconv.ParseUint(string(in[j+1:j+4]), 8, 8)
+			if err != nil {
+				return 0, nil, false, false
+			}
+			dec, j, goEsc = append(dec, byte(v)), j+4, true
+		default:
+			return 0, nil, false, false
+		}
+	}
+	return 0, nil, false, false
+}
+
+func hexAt(in []byte, i, n int) (uint64, bool) {
+	if i+n > len(in) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(in[i:i+n]), 16, 32)
+	return v, err == nil
+}
+
+func appendRune(b []byte, r rune) []byte {
+	return utf8.AppendRune(b, r) // a lone surrogate or out-of-range rune becomes U+FFFD
+}

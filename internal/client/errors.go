@@ -1,0 +1,89 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+)
+
+// Error is a non-success HTTP answer: the status and the server's own text.
+// Errors that never got an answer (connection refused, timeouts, a cancelled
+// context) are not *Error; they wrap the underlying error instead, so
+// StatusOf tells "the node said no" apart from "the node could not be reached".
+type Error struct {
+	Op      string // what the client was doing: "consume", "ack", "produce", ...
+	Status  int    // HTTP status code
+	Message string // the server's text, from {"error":"..."} or the plain-text body, trimmed
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = strings.ToLower(http.StatusText(e.Status))
+	}
+	if e.Op == "" {
+		return fmt.Sprintf("%d %s", e.Status, msg)
+	}
+	return fmt.Sprintf("%s: %d %s", e.Op, e.Status, msg)
+}
+
+// StatusOf is the HTTP status carried by err (anywhere in its chain), or 0 when err
+// is not an *Error.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+// IsGone reports a 410: the lease ran out or the message was already settled, or a
+// replayed offset is older than retention.
+func IsGone(err error) bool { return StatusOf(err) == http.StatusGone }
+
+// maxErrorText bounds the text kept from an error body: a proxy's HTML error page
+// should not flood a one-line error message.
+const maxErrorText = 512
+
+// errorText extracts the server's explanation from an error body. The API says
+// errors are {"error":"..."}, but routers and relaying nodes answer in plain text,
+// so anything that is not that JSON shape is shown as the text it is. It never fails.
+func errorText(body []byte) string {
+	var j struct {
+		Error *string `json:"error"`
+	}
+	if json.Unmarshal(body, &j) == nil && j.Error != nil {
+		return oneLine(*j.Error)
+	}
+	return oneLine(string(body))
+}
+
+// oneLine trims s and folds its whitespace runs (newlines included) to single spaces
+// so an error stays one line on stderr; control characters are dropped because the
+// text goes to a terminal.
+func oneLine(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.TrimSpace(s) {
+		switch {
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case unicode.IsControl(r):
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+		if b.Len() >= maxErrorText {
+			b.WriteString("…")
+			break
+		}
+	}
+	return b.String()
+}

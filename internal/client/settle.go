@@ -1,0 +1,394 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	// The API's limits on a batch ack.
+	maxBatchHandles = 100
+	maxBatchBody    = 64 << 10
+	// settleParallel bounds the requests one Settle has in flight: enough to settle
+	// thousands of handles one by one on an older node without opening a connection
+	// per handle.
+	settleParallel = 8
+)
+
+// legacySettleText is how a node older than v3.1 refuses a batch ack.
+const legacySettleText = "receipt_handle required"
+
+// String is the action's name, which is also its Op in errors: ack, extend or nack.
+func (a Action) String() string {
+	switch a {
+	case Ack:
+		return "ack"
+	case Extend:
+		return "extend"
+	case Nack:
+		return "nack"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// extendParam is the query's extend value: none for an ack, true to renew the lease,
+// 0 to give the message back.
+func (a Action) extendParam() string {
+	switch a {
+	case Extend:
+		return "true"
+	case Nack:
+		return "0"
+	}
+	return ""
+}
+
+// Settle acks, extends or nacks handles, and answers one result per handle in input
+// order. It sends batches of at most 100 handles and 64 KiB, one handle alone as a
+// single request; a node that refuses batches (400 "receipt_handle required") is
+// remembered and served one handle per request from then on.
+//
+// Handles answered 502, 503, 504 or 421, or whose request got no answer, are retried
+// with backoff until they get 204 or 410 or another final answer, or until the retry
+// budget or ctx runs out; their result is then the last answer seen (Status 0 when
+// there was none). A settlement that was never confirmed may have happened: the
+// message may come again, and a retried ack that had in fact landed answers 410.
+//
+// The error is for what is not per handle: 401, 403, 404 (returned at once, never
+// retried, with the remaining handles marked with that status), a ctx done before
+// anything was sent, an unknown Action. Even then there is one result per handle.
+func (c *Client) Settle(ctx context.Context, topic string, a Action, handles []string) ([]SettleResult, error) {
+	s, err := c.settle(ctx, topic, a, handles)
+	return s.res, err
+}
+
+// Ack settles a message for good: nil on 204, an *Error with Status 410 when the lease
+// was gone. Retried like Settle.
+func (c *Client) Ack(ctx context.Context, topic, handle string) error {
+	return c.settleOne(ctx, topic, Ack, handle)
+}
+
+// Extend renews a lease for a full visibility timeout from now; 410 means the lease
+// already ran out and the message belongs to someone else.
+func (c *Client) Extend(ctx context.Context, topic, handle string) error {
+	return c.settleOne(ctx, topic, Extend, handle)
+}
+
+// Nack gives a message back at once, to be delivered again with a new handle.
+func (c *Client) Nack(ctx context.Context, topic, handle string) error {
+	return c.settleOne(ctx, topic, Nack, handle)
+}
+
+func (c *Client) settleOne(ctx context.Context, topic string, a Action, handle string) error {
+	s, err := c.settle(ctx, topic, a, []string{handle})
+	if err != nil {
+		return err
+	}
+	return s.cause[0]
+}
+
+// settler is one Settle call's state. Each handle index is written by the one request
+// that carries it in a round, so the slices need no lock; the rest does.
+type settler struct {
+	c      *Client
+	topic  string
+	a      Action
+	res    []SettleResult
+	cause  []error // per handle: nil on 204, the *Error or transport error otherwise
+	retry  []bool  // per handle: its last answer asks for another attempt
+	mu     sync.Mutex
+	fatal  *Error // a 401/403/404: stop everything
+	refuse []int  // handles of batches to send again one by one (legacy node, 413)
+}
+
+func (c *Client) settle(ctx context.Context, topic string, a Action, handles []string) (*settler, error) {
+	s := &settler{c: c, topic: topic, a: a, res: make([]SettleResult, len(handles)),
+		cause: make([]error, len(handles)), retry: make([]bool, len(handles))}
+	for i, h := range handles {
+		s.res[i].Handle = h
+	}
+	op := a.String()
+	if a != Ack && a != Extend && a != Nack {
+		err := fmt.Errorf("settle: unknown action %s", op)
+		s.failAll(err)
+		return s, err
+	}
+	if err := ctx.Err(); err != nil {
+		err = fmt.Errorf("%s: %w", op, err)
+		s.failAll(err)
+		return s, err
+	}
+	pending := make([]int, len(handles))
+	for i := range pending {
+		pending[i] = i
+	}
+	var spent time.Duration // request time plus backoff asked for: see RetryPolicy.Budget
+	for round := 0; len(pending) > 0; round++ {
+		start := time.Now()
+		s.round(ctx, pending)
+		spent += time.Since(start)
+		if s.fatal != nil {
+			for i := range s.res {
+				if s.retry[i] || (s.cause[i] == nil && s.res[i].Status != http.StatusNoContent) {
+					s.record(i, s.fatal.Status, s.fatal.Message, s.fatal, false)
+				}
+			}
+			return s, s.fatal
+		}
+		pending = pending[:0]
+		for i, r := range s.retry {
+			if r {
+				pending = append(pending, i)
+			}
+		}
+		if len(pending) == 0 || ctx.Err() != nil {
+			break
+		}
+		d := c.retry.backoff(round)
+		if spent+d > c.retry.Budget {
+			break // the last answers stand
+		}
+		if c.retry.Sleep(ctx, d) != nil {
+			break
+		}
+		spent += d
+		for _, i := range pending {
+			s.res[i].Retries++
+		}
+	}
+	return s, nil
+}
+
+func (s *settler) failAll(err error) {
+	msg := strings.TrimPrefix(err.Error(), s.a.String()+": ")
+	for i := range s.res {
+		s.record(i, 0, msg, err, false)
+	}
+}
+
+// round sends every pending handle once: in batches, or one by one to an older node.
+func (s *settler) round(ctx context.Context, pending []int) {
+	var jobs [][]int
+	if s.c.legacySettle.Load() {
+		jobs = singles(pending)
+	} else {
+		jobs = s.chunks(pending)
+	}
+	s.run(ctx, jobs)
+	if len(s.refuse) > 0 && s.fatal == nil {
+		again := s.refuse
+		s.refuse = nil
+		s.run(ctx, singles(again))
+	}
+}
+
+// run sends the jobs, settleParallel at a time. The first goes alone: if the
+// credentials are wrong it is the only request to fail (a node locks a user name out
+// after 5 failed logins), and an older node's refusal of batches is learned before
+// the others are sent.
+func (s *settler) run(ctx context.Context, jobs [][]int) {
+	if len(jobs) == 0 {
+		return
+	}
+	s.send(ctx, jobs[0])
+	if s.fatal != nil {
+		return
+	}
+	if len(jobs) > 1 && s.c.legacySettle.Load() && len(jobs[0]) > 1 {
+		// The first batch was refused as legacy: the rest would be too.
+		for _, j := range jobs[1:] {
+			s.refuse = append(s.refuse, j...)
+		}
+		return
+	}
+	sem := make(chan struct{}, settleParallel)
+	var wg sync.WaitGroup
+	for _, j := range jobs[1:] {
+		sem <- struct{}{}
+		s.mu.Lock()
+		stop := s.fatal != nil
+		s.mu.Unlock()
+		if stop {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.send(ctx, j)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *settler) send(ctx context.Context, idx []int) {
+	if len(idx) == 1 {
+		s.single(ctx, idx[0])
+	} else {
+		s.batch(ctx, idx)
+	}
+}
+
+func singles(idx []int) [][]int {
+	jobs := make([][]int, len(idx))
+	for k := range idx {
+		jobs[k] = idx[k : k+1]
+	}
+	return jobs
+}
+
+// chunks cuts the handles into batches within the API's limits of 100 handles and
+// 64 KiB of body.
+func (s *settler) chunks(pending []int) [][]int {
+	const overhead = len(`{"receipt_handles":[]}`)
+	var jobs [][]int
+	var cur []int
+	size := overhead
+	for _, i := range pending {
+		enc, _ := json.Marshal(s.res[i].Handle)
+		n := len(enc)
+		if len(cur) > 0 {
+			n++ // the comma
+		}
+		if len(cur) > 0 && (len(cur) == maxBatchHandles || size+n > maxBatchBody) {
+			jobs = append(jobs, cur)
+			cur, size, n = nil, overhead, n-1
+		}
+		cur = append(cur, i)
+		size += n
+	}
+	if len(cur) > 0 {
+		jobs = append(jobs, cur)
+	}
+	return jobs
+}
+
+func (s *settler) request() *request {
+	q := url.Values{}
+	if e := s.a.extendParam(); e != "" {
+		q.Set("extend", e)
+	}
+	return &request{op: s.a.String(), method: http.MethodPost, path: topicPath(s.topic, "/ack"), query: q,
+		ctype: "application/json"}
+}
+
+// single settles one handle with ?receipt_handle=H, which every node version takes.
+func (s *settler) single(ctx context.Context, i int) {
+	r := s.request()
+	r.query.Set("receipt_handle", s.res[i].Handle)
+	resp, err := s.c.send(ctx, r)
+	if err != nil {
+		s.record(i, 0, strings.TrimPrefix(err.Error(), r.op+": "), err, ctx.Err() == nil && retryableTransport(err))
+		return
+	}
+	if resp.status/100 == 2 {
+		s.record(i, http.StatusNoContent, "", nil, false)
+		return
+	}
+	e := resp.err(r.op)
+	if s.isFatal(e) {
+		return
+	}
+	s.record(i, e.Status, e.Message, e, retryableStatus(e.Status))
+}
+
+// batch settles handles with one {"receipt_handles":[...]} body.
+func (s *settler) batch(ctx context.Context, idx []int) {
+	hs := make([]string, len(idx))
+	for k, i := range idx {
+		hs[k] = s.res[i].Handle
+	}
+	r := s.request()
+	r.body, _ = json.Marshal(struct {
+		ReceiptHandles []string `json:"receipt_handles"`
+	}{hs})
+	resp, err := s.c.send(ctx, r)
+	if err != nil {
+		retry := ctx.Err() == nil && retryableTransport(err)
+		msg := strings.TrimPrefix(err.Error(), r.op+": ")
+		for _, i := range idx {
+			s.record(i, 0, msg, err, retry)
+		}
+		return
+	}
+	switch {
+	case resp.status == http.StatusOK:
+		var ans struct {
+			Results []struct {
+				Status int    `json:"status"`
+				Error  string `json:"error"`
+			} `json:"results"`
+		}
+		err := json.Unmarshal(resp.body, &ans)
+		if err == nil && len(ans.Results) != len(idx) {
+			err = fmt.Errorf("%d results for %d handles", len(ans.Results), len(idx))
+		}
+		if err != nil {
+			// Not retried: some of these may have been settled, and a second try would
+			// only turn them into 410s.
+			msg := "unreadable batch answer: " + err.Error()
+			cause := fmt.Errorf("%s: %s", r.op, msg)
+			for _, i := range idx {
+				s.record(i, 0, msg, cause, false)
+			}
+			return
+		}
+		for k, i := range idx {
+			st, msg := ans.Results[k].Status, oneLine(ans.Results[k].Error)
+			if st/100 == 2 {
+				s.record(i, http.StatusNoContent, "", nil, false)
+				continue
+			}
+			s.record(i, st, msg, &Error{Op: r.op, Status: st, Message: msg}, retryableStatus(st))
+		}
+		return
+	case resp.status == http.StatusBadRequest && strings.Contains(strings.ToLower(errorText(resp.body)), legacySettleText):
+		if !s.c.legacySettle.Swap(true) {
+			s.c.note("note: the node refused a batch ack (a node older than v3.1); settling one handle per request\n")
+		}
+		s.refuseBatch(idx)
+		return
+	case resp.status == http.StatusRequestEntityTooLarge:
+		// The node counts the body differently than we do: send these one by one.
+		s.refuseBatch(idx)
+		return
+	}
+	e := resp.err(r.op)
+	if s.isFatal(e) {
+		return
+	}
+	for _, i := range idx {
+		s.record(i, e.Status, e.Message, e, retryableStatus(e.Status))
+	}
+}
+
+func (s *settler) refuseBatch(idx []int) {
+	s.mu.Lock()
+	s.refuse = append(s.refuse, idx...)
+	s.mu.Unlock()
+}
+
+// isFatal notes a 401, 403 or 404: the same for every handle, and never to be retried.
+func (s *settler) isFatal(e *Error) bool {
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		s.mu.Lock()
+		if s.fatal == nil {
+			s.fatal = e
+		}
+		s.mu.Unlock()
+		return true
+	}
+	return false
+}
+
+func (s *settler) record(i, status int, msg string, cause error, retry bool) {
+	s.res[i].Status, s.res[i].Err, s.cause[i], s.retry[i] = status, msg, cause, retry
+}

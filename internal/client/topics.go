@@ -1,0 +1,112 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// ListTopics lists every topic, following next_page_token to the last page.
+func (c *Client) ListTopics(ctx context.Context) ([]Topic, error) {
+	var all []Topic
+	seen := map[string]bool{}
+	token := ""
+	for {
+		q := url.Values{}
+		if token != "" {
+			q.Set("page_token", token)
+		}
+		var page struct {
+			Topics        []Topic `json:"topics"`
+			NextPageToken string  `json:"next_page_token"`
+		}
+		if err := c.getJSON(ctx, "list topics", "/v1/topics", q, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Topics...)
+		token = page.NextPageToken
+		if token == "" {
+			return all, nil
+		}
+		// A node that hands back a token it already gave would otherwise be listed forever.
+		if seen[token] {
+			return nil, fmt.Errorf("list topics: the node repeated page token %q", token)
+		}
+		seen[token] = true
+	}
+}
+
+// Topic describes one topic, with its partitions' positions. A consume grant is enough.
+func (c *Client) Topic(ctx context.Context, name string) (*Topic, error) {
+	var t Topic
+	if err := c.getJSON(ctx, "topic", topicPath(name, ""), nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// CreateTopic creates a topic; zero fields of spec are left to the node's defaults.
+// It is not retried: a retry after an unseen success would answer 409.
+func (c *Client) CreateTopic(ctx context.Context, spec TopicSpec) (*Topic, error) {
+	body, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("create topic: %w", err)
+	}
+	resp, err := c.send(ctx, &request{op: "create topic", method: http.MethodPost, path: "/v1/topics",
+		body: body, ctype: "application/json"})
+	if err != nil {
+		return nil, err
+	}
+	if resp.status/100 != 2 {
+		return nil, resp.err("create topic")
+	}
+	t := Topic{Name: spec.Name}
+	if len(resp.body) > 0 {
+		if err := json.Unmarshal(resp.body, &t); err != nil {
+			return nil, fmt.Errorf("create topic: bad JSON in answer: %w", err)
+		}
+	}
+	return &t, nil
+}
+
+// DeleteTopic deletes a topic and its messages. Not retried, like CreateTopic.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	resp, err := c.send(ctx, &request{op: "delete topic", method: http.MethodDelete, path: topicPath(name, "")})
+	if err != nil {
+		return err
+	}
+	if resp.status/100 != 2 {
+		return resp.err("delete topic")
+	}
+	return nil
+}
+
+// Ready asks /readyz: nil when the node serves, *Error (503) while it starts. It is
+// a probe, so its answer is reported as is, never retried.
+func (c *Client) Ready(ctx context.Context) error {
+	resp, err := c.send(ctx, &request{op: "ready", method: http.MethodGet, path: "/readyz"})
+	if err != nil {
+		return err
+	}
+	if resp.status != http.StatusOK {
+		return resp.err("ready")
+	}
+	return nil
+}
+
+// getJSON is a read: retried like a produce, then decoded into v.
+func (c *Client) getJSON(ctx context.Context, op, path string, q url.Values, v any) error {
+	resp, err := c.bounded(ctx, &request{op: op, method: http.MethodGet, path: path, query: q})
+	if err != nil {
+		return err
+	}
+	if resp.status != http.StatusOK {
+		return resp.err(op)
+	}
+	if err := json.Unmarshal(resp.body, v); err != nil {
+		return fmt.Errorf("%s: bad JSON in answer: %w", op, err)
+	}
+	return nil
+}
