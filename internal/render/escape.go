@@ -1,0 +1,175 @@
+package render
+
+import (
+	"unicode/utf8"
+)
+
+const hexDigits = "0123456789abcdef"
+
+// byteseq lets one implementation serve both the strings of a decoded message (keys,
+// topics) and the byte slices of payloads without converting, and so without allocating.
+type byteseq interface{ ~string | ~[]byte }
+
+// Escape returns s with every character that could drive a terminal written as a visible
+// escape instead: C0 controls and DEL as \xNN (\n, \r and \t as themselves, so a multi-line
+// text stays one readable line), C1 controls as \u0080..\u009f (written as code points
+// because in UTF-8 they are two bytes, and \x9b would wrongly suggest one raw byte), and
+// bytes that are not valid UTF-8 as \xNN. Valid printable text, non-ASCII included, is
+// returned unchanged, and s itself is returned when nothing needed escaping.
+//
+// Backslashes are not doubled: this is for people reading a terminal, where a JSON
+// payload's own escapes ("C:\\dir") must read as they were produced. Exact bytes are what
+// the json and raw formats are for.
+func Escape(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	return string(appendEscaped(make([]byte, 0, len(s)+16), s))
+}
+
+// isC1 reports whether r is a C1 control: a terminal in UTF-8 mode may act on U+009B as
+// CSI just as on ESC [.
+func isC1(r rune) bool { return r >= 0x80 && r <= 0x9f }
+
+// decodeRune decodes the rune at s[i:]. Copying at most four bytes to the stack lets
+// utf8.DecodeRune do the validation for strings and slices alike.
+func decodeRune[T byteseq](s T, i int) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	n := copy(buf[:], s[i:])
+	return utf8.DecodeRune(buf[:n])
+}
+
+// needsEscape reports whether appendEscaped would change s; it lets the common clean
+// case skip all copying.
+func needsEscape[T byteseq](s T) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return true
+			}
+			i++
+			continue
+		}
+		r, size := decodeRune(s, i)
+		if (r == utf8.RuneError && size == 1) || isC1(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+// appendEscaped appends s to dst with the escapes described at Escape. Clean runs are
+// copied in one append each.
+func appendEscaped[T byteseq](dst []byte, s T) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != 0x7f {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := decodeRune(s, i)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
+		case isC1(r):
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(dst, s[start:]...)
+}
+
+// escapeTail escapes dst[start:] in place. Data that first has to be decoded (a base64
+// key, an unquoted JSON string, a compacted document) is decoded into dst's own spare
+// room and escaped from there, so a caller that reuses its buffer pays no allocation.
+func escapeTail(dst []byte, start int) []byte {
+	if !needsEscape(dst[start:]) {
+		return dst
+	}
+	mid := len(dst)
+	// If append reallocates, dst[start:mid] still reads the old array, which is
+	// untouched; if it does not, the writes land at mid and beyond. Either way the
+	// source is never overwritten while it is read.
+	dst = appendEscaped(dst, dst[start:mid])
+	n := copy(dst[start:], dst[mid:])
+	return dst[:start+n]
+}
+
+// appendJSONString appends s as a JSON string. It escapes what JSON requires, turns
+// invalid UTF-8 into U+FFFD as encoding/json does (callers that must keep such bytes
+// send them base64 instead), and also escapes DEL, C1 controls and U+2028/U+2029: the
+// decoded value is the same, and a json line shown on a terminal stays inert. No HTML
+// escaping: nothing here ends up in a web page.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case isC1(r):
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,331 @@
+package render
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// Format is one of the output formats of `sub` and `replay`.
+type Format int
+
+const (
+	// Text is one human-readable line a message: `[p4 @0] key=K 03:06:49 payload`.
+	Text Format = iota
+	// JSON is one JSON object a line, the message as the API gave it.
+	JSON
+	// Raw is the produced payload bytes, each followed by a delimiter.
+	Raw
+	// Template is a user's Go text/template over the message fields.
+	Template
+)
+
+// String names f as the -o flag spells it.
+func (f Format) String() string {
+	switch f {
+	case Text:
+		return "text"
+	case JSON:
+		return "json"
+	case Raw:
+		return "raw"
+	case Template:
+		return "template"
+	}
+	return "Format(" + strconv.Itoa(int(f)) + ")"
+}
+
+// ParseFormat reads the value of -o. Template is not spelled here: it is chosen by
+// --template, which carries the template itself.
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "", "text":
+		return Text, nil
+	case "json":
+		return JSON, nil
+	case "raw":
+		return Raw, nil
+	}
+	return Text, fmt.Errorf("unknown output format %q (use text, json or raw)", s)
+}
+
+// Options configure a Renderer.
+type Options struct {
+	Format Format
+	// Template is the text/template source for Format Template.
+	Template string
+	// Delimiter follows each payload in Raw; nil means "\n", an empty non-nil slice means
+	// nothing at all (payloads back to back).
+	Delimiter []byte
+	// UTC shows text times in UTC; it wins over Location.
+	UTC bool
+	// Location shows text times in this zone; nil means time.Local. Tests pin it.
+	Location *time.Location
+	// Color styles the text format's tag, key and time. The caller decides (--color, a
+	// terminal, NO_COLOR); the renderer then forces colour on, so what is asked for is
+	// what is written whatever the environment says.
+	Color bool
+}
+
+// Renderer turns messages into output records. Its state is fixed by New, so one
+// Renderer may be used from several goroutines at once.
+type Renderer struct {
+	format Format
+	loc    *time.Location
+	delim  []byte
+	tmpl   *template.Template
+	tmplNL bool // the template source already ends in a newline
+	color  bool
+	styles Styles
+}
+
+// New checks o and builds a Renderer. Every error it returns is a usage error (a bad
+// template, an unknown format, a template given with another format), so the caller
+// can map them all to exit 2.
+func New(o Options) (*Renderer, error) {
+	r := &Renderer{format: o.Format, delim: o.Delimiter, loc: o.Location}
+	switch {
+	case o.UTC:
+		r.loc = time.UTC
+	case r.loc == nil:
+		r.loc = time.Local
+	}
+	if r.delim == nil {
+		r.delim = []byte{'\n'}
+	}
+	switch o.Format {
+	case Text:
+		// Colour is only for the line meant for people; machine formats never get it.
+		if o.Color {
+			r.color = true
+			r.styles = NewStyles(io.Discard, true)
+		}
+	case JSON, Raw:
+	case Template:
+		if o.Template == "" {
+			return nil, errors.New("empty template")
+		}
+		t, err := template.New("template").Parse(o.Template)
+		if err != nil {
+			return nil, err
+		}
+		// text/template finds an unknown field only when it runs. Running it once here
+		// on a sample message makes a typo a usage error before anything is consumed,
+		// instead of a failure on every message, each of which would be given back.
+		if err := t.Execute(io.Discard, sampleData()); err != nil {
+			return nil, err
+		}
+		r.tmpl = t
+		r.tmplNL = strings.HasSuffix(o.Template, "\n")
+	default:
+		return nil, fmt.Errorf("unknown output format %v", o.Format)
+	}
+	if o.Template != "" && o.Format != Template {
+		return nil, fmt.Errorf("a template cannot be combined with output format %v", o.Format)
+	}
+	return r, nil
+}
+
+// Append appends the record for m, terminator included, to dst. On error dst is returned
+// unchanged, so a message that could not be rendered leaves nothing half written (the
+// caller gives it back instead of acking it).
+func (r *Renderer) Append(dst []byte, m *client.Message) ([]byte, error) {
+	if m == nil {
+		return dst, errors.New("no message")
+	}
+	orig := len(dst)
+	var err error
+	switch r.format {
+	case Text:
+		dst, err = r.appendText(dst, m)
+	case JSON:
+		dst, err = appendJSON(dst, m)
+	case Raw:
+		dst, err = appendPayload(dst, m)
+		if err == nil {
+			dst = append(dst, r.delim...)
+		}
+	case Template:
+		dst, err = r.appendTemplate(dst, m)
+	}
+	if err != nil {
+		return dst[:orig], fmt.Errorf("message p%d @%d: %w", m.Partition, m.Offset, err)
+	}
+	return dst, nil
+}
+
+// appendTag appends `[p4 @0]`.
+func appendTag(dst []byte, m *client.Message) []byte {
+	dst = append(dst, "[p"...)
+	dst = strconv.AppendInt(dst, int64(m.Partition), 10)
+	dst = append(dst, " @"...)
+	dst = strconv.AppendInt(dst, m.Offset, 10)
+	return append(dst, ']')
+}
+
+// appendText appends `[p4 @0] key=customer-42 03:06:49 payload\n`.
+func (r *Renderer) appendText(dst []byte, m *client.Message) ([]byte, error) {
+	if r.color {
+		return r.appendTextColor(dst, m)
+	}
+	dst = appendTag(dst, m)
+	dst = append(dst, ' ')
+	start := len(dst)
+	dst = append(dst, "key="...)
+	dst, hasKey, err := appendKey(dst, m)
+	if err != nil {
+		return dst, err
+	}
+	if hasKey {
+		dst = escapeTail(dst, start+len("key="))
+		dst = append(dst, ' ')
+	} else {
+		dst = dst[:start]
+	}
+	dst = time.Unix(m.Timestamp, 0).In(r.loc).AppendFormat(dst, "15:04:05")
+	dst = append(dst, ' ')
+	dst, err = appendPayloadText(dst, m, true)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, '\n'), nil
+}
+
+// appendTextColor is appendText with the tag, key and time styled. It is a separate path
+// because lipgloss works on strings, which costs allocations the plain path avoids; a
+// terminal is the only place it runs. The payload is never styled: its bytes are the
+// user's, and a style could not be told apart from them.
+func (r *Renderer) appendTextColor(dst []byte, m *client.Message) ([]byte, error) {
+	var scratch [64]byte
+	dst = append(dst, r.styles.Tag.Render(string(appendTag(scratch[:0], m)))...)
+	dst = append(dst, ' ')
+	kb, hasKey, err := appendKey(scratch[:0], m)
+	if err != nil {
+		return dst, err
+	}
+	if hasKey {
+		key := "key=" + string(appendEscaped(nil, kb))
+		dst = append(dst, r.styles.Key.Render(key)...)
+		dst = append(dst, ' ')
+	}
+	clock := time.Unix(m.Timestamp, 0).In(r.loc).AppendFormat(scratch[:0], "15:04:05")
+	dst = append(dst, r.styles.Time.Render(string(clock))...)
+	dst = append(dst, ' ')
+	dst, err = appendPayloadText(dst, m, true)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, '\n'), nil
+}
+
+// binaryHead is how many bytes of a binary payload the text line shows in hex: enough to
+// recognise a file signature (PNG, gzip, protobuf tags) without flooding the line.
+const binaryHead = 16
+
+// appendPayloadText appends the payload as a person should see it, escaped for a
+// terminal. A JSON value is shown verbatim, compacted only when it spans lines so the
+// record stays one line; a JSON string as its text. A binary payload is summarised as
+// `(binary, N bytes) 89504e47…` when summary is set, else shown as its escaped bytes.
+func appendPayloadText(dst []byte, m *client.Message, summary bool) ([]byte, error) {
+	kind, v, err := classify(m)
+	if err != nil {
+		return dst, err
+	}
+	switch kind {
+	case kindString:
+		if t, ok := plainJSONString(v); ok {
+			return appendEscaped(dst, t), nil
+		}
+		start := len(dst)
+		dst, err = appendJSONText(dst, v)
+		if err != nil {
+			return dst, err
+		}
+		return escapeTail(dst, start), nil
+	case kindBinary:
+		if summary {
+			return appendBinarySummary(dst, v)
+		}
+		b64, err := jsonText(v)
+		if err != nil {
+			return dst, err
+		}
+		start := len(dst)
+		dst, err = base64.StdEncoding.AppendDecode(dst, b64)
+		if err != nil {
+			return dst[:start], fmt.Errorf("payload is not valid base64: %w", err)
+		}
+		return escapeTail(dst, start), nil
+	}
+	if bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
+		start := len(dst)
+		buf := bytes.NewBuffer(dst) // Compact appends after what dst holds
+		if json.Compact(buf, v) == nil {
+			return escapeTail(buf.Bytes(), start), nil
+		}
+		// Not valid JSON after all: show it escaped rather than refuse it.
+	}
+	return appendEscaped(dst, v), nil
+}
+
+// appendBinarySummary appends `(binary, N bytes) 89504e47…` for the base64 JSON string q.
+// The payload is decoded in chunks on the stack, which checks all of it and counts its
+// bytes without holding up to a mebibyte just to show sixteen of them.
+func appendBinarySummary(dst, q []byte) ([]byte, error) {
+	b64, err := jsonText(q)
+	if err != nil {
+		return dst, err
+	}
+	var head [binaryHead]byte
+	var chunk [768]byte // decodes 1024 base64 characters, a multiple of 4
+	nHead, total := 0, 0
+	for i := 0; i < len(b64); i += 1024 {
+		n, err := base64.StdEncoding.Decode(chunk[:], b64[i:min(i+1024, len(b64))])
+		if err != nil {
+			// StdEncoding skips \r and \n, which shift chunk boundaries; the node
+			// never sends them, but a whole decode settles it either way.
+			return appendBinarySummaryWhole(dst, b64)
+		}
+		nHead += copy(head[nHead:], chunk[:n])
+		total += n
+	}
+	return appendSummary(dst, head[:nHead], total), nil
+}
+
+// appendBinarySummaryWhole decodes b64 into dst's spare room, for the rare input the
+// chunked decode cannot handle.
+func appendBinarySummaryWhole(dst, b64 []byte) ([]byte, error) {
+	start := len(dst)
+	out, err := base64.StdEncoding.AppendDecode(dst, b64)
+	if err != nil {
+		return dst, fmt.Errorf("payload is not valid base64: %w", err)
+	}
+	var head [binaryHead]byte
+	n := copy(head[:], out[start:])
+	return appendSummary(out[:start], head[:n], len(out)-start), nil
+}
+
+func appendSummary(dst, head []byte, total int) []byte {
+	dst = append(dst, "(binary, "...)
+	dst = strconv.AppendInt(dst, int64(total), 10)
+	dst = append(dst, " bytes)"...)
+	if len(head) > 0 {
+		dst = append(dst, ' ')
+		for _, c := range head {
+			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
+		}
+	}
+	if total > len(head) {
+		dst = append(dst, "…"...)
+	}
+	return dst
+}
