@@ -1,0 +1,196 @@
+package devbroker
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// What a request needs to be allowed. permRead is topic info, which any grant on the
+// topic allows ("readable with a consume-only grant"); permList is any valid user.
+type permission uint8
+
+const (
+	permProduce permission = iota
+	permConsume            // consume, replay, ack, extend, nack
+	permCreate
+	permRead
+	permList
+	permAdmin // delete
+)
+
+func (p permission) String() string {
+	return [...]string{"produce", "consume", "create", "read", "list", "admin"}[p]
+}
+
+// As a real node: 5 failed logins for one user name, then 429, with one attempt back
+// every 12 s, so a client that loops on 401 is stopped.
+const (
+	loginBurst  = 5
+	loginRefill = 12 * time.Second
+)
+
+type loginBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+type authenticator struct {
+	users  map[string]User
+	refill time.Duration // loginRefill; shorter in tests
+
+	mu    sync.Mutex
+	fails map[string]*loginBucket
+}
+
+func newAuthenticator(users []User) (*authenticator, error) {
+	a := &authenticator{users: make(map[string]User), refill: loginRefill, fails: make(map[string]*loginBucket)}
+	for _, u := range users {
+		if u.Name == "" || u.Password == "" || strings.Contains(u.Name, ":") {
+			return nil, fmt.Errorf("%w user %q: a name (without colons) and a password are required", ErrInvalid, u.Name)
+		}
+		if _, dup := a.users[u.Name]; dup {
+			return nil, fmt.Errorf("%w user %q: given twice", ErrInvalid, u.Name)
+		}
+		for _, g := range u.Grants {
+			if g.Action == "admin" {
+				continue
+			}
+			if g.Action != "produce" && g.Action != "consume" && g.Action != "create" {
+				return nil, fmt.Errorf("%w user %q: grant action %q must be produce, consume, create or admin", ErrInvalid, u.Name, g.Action)
+			}
+			for _, p := range g.Patterns {
+				if !validPattern(p) {
+					return nil, fmt.Errorf("%w user %q: grant pattern %q must be a topic name or a prefix ending in *", ErrInvalid, u.Name, p)
+				}
+			}
+		}
+		a.users[u.Name] = u
+	}
+	return a, nil
+}
+
+// bucketLocked refills the bucket of name and returns it.
+func (a *authenticator) bucketLocked(name string, now time.Time) *loginBucket {
+	b := a.fails[name]
+	if b == nil {
+		if len(a.fails) > 10000 {
+			// Guessed names must not grow the map for ever; full buckets carry nothing.
+			for n, x := range a.fails {
+				if x.tokens+now.Sub(x.at).Seconds()/a.refill.Seconds() >= loginBurst {
+					delete(a.fails, n)
+				}
+			}
+		}
+		b = &loginBucket{tokens: loginBurst, at: now}
+		a.fails[name] = b
+	}
+	b.tokens = min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/a.refill.Seconds())
+	b.at = now
+	return b
+}
+
+// authenticate checks Basic credentials: the user, or a status and error text.
+func (a *authenticator) authenticate(r *http.Request) (User, int, string) {
+	name, pass, ok := r.BasicAuth()
+	if !ok {
+		return User{}, http.StatusUnauthorized, "authentication required"
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.bucketLocked(name, time.Now())
+	if b.tokens < 1 {
+		return User{}, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins for user %q: try again later", name)
+	}
+	u, known := a.users[name]
+	// Compare even for an unknown name, so timing does not tell which names exist.
+	good := subtle.ConstantTimeCompare([]byte(pass), []byte(u.Password)) == 1
+	if !known || !good {
+		b.tokens--
+		return User{}, http.StatusUnauthorized, "invalid user name or password"
+	}
+	return u, 0, ""
+}
+
+func matchPattern(pattern, topic string) bool {
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(topic, prefix)
+	}
+	return pattern == topic
+}
+
+// allowed reports whether u may do perm on topic.
+func (u User) allowed(perm permission, topic string) bool {
+	if perm == permList {
+		return true
+	}
+	for _, g := range u.Grants {
+		if g.Action == "admin" {
+			return true
+		}
+		switch perm {
+		case permAdmin:
+			continue
+		case permRead:
+		default:
+			if g.Action != perm.String() {
+				continue
+			}
+		}
+		for _, p := range g.Patterns {
+			if matchPattern(p, topic) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// authorize answers 401, 403 or 429 and returns false when the request may not go on.
+// identity is who the per-identity consume limit counts: the user, or the client's
+// address when auth is off.
+func (b *Broker) authorize(w http.ResponseWriter, r *http.Request, perm permission, topic string) (identity string, ok bool) {
+	u, identity, ok := b.authenticate(w, r)
+	return identity, ok && b.permit(w, u, perm, topic)
+}
+
+// authenticate is the first half of authorize, for a handler that learns the topic from
+// the body: credentials are checked before the body is read. u is nil when auth is off.
+func (b *Broker) authenticate(w http.ResponseWriter, r *http.Request) (u *User, identity string, ok bool) {
+	if b.auth == nil {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		return nil, "addr:" + host, true
+	}
+	user, status, text := b.auth.authenticate(r)
+	if status != 0 {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="narad"`)
+		}
+		writeError(w, status, text)
+		return nil, "", false
+	}
+	return &user, "user:" + user.Name, true
+}
+
+// permit answers 403 and returns false when u may not do perm on topic.
+func (b *Broker) permit(w http.ResponseWriter, u *User, perm permission, topic string) bool {
+	if u == nil || u.allowed(perm, topic) {
+		return true
+	}
+	what := fmt.Sprintf("a %s grant for topic %q", perm, topic)
+	switch perm {
+	case permRead:
+		what = fmt.Sprintf("a grant for topic %q", topic)
+	case permAdmin:
+		what = "the admin grant"
+	}
+	writeError(w, http.StatusForbidden, fmt.Sprintf("user %q lacks %s", u.Name, what))
+	return false
+}

@@ -1,0 +1,130 @@
+package devbroker
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// payloadKind is decided once, at produce, because it depends only on the bytes.
+type payloadKind uint8
+
+const (
+	payloadJSON   payloadKind = iota // valid JSON: emitted verbatim, whitespace kept
+	payloadText                      // other valid UTF-8: emitted as a JSON string
+	payloadBinary                    // anything else: base64 with payload_encoding
+)
+
+func classifyPayload(p []byte) payloadKind {
+	switch {
+	case json.Valid(p):
+		return payloadJSON
+	case utf8.Valid(p):
+		return payloadText
+	default:
+		return payloadBinary
+	}
+}
+
+// encodedPayloadLen is the size the payload takes in a response, used to cut batches at
+// about 4 MiB without encoding a message that will not go.
+func encodedPayloadLen(p []byte, kind payloadKind) int {
+	switch kind {
+	case payloadJSON:
+		return len(p)
+	case payloadText:
+		n := 2
+		for _, c := range p {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20:
+				n += 6
+			default:
+				n++
+			}
+		}
+		return n
+	default:
+		return base64.StdEncoding.EncodedLen(len(p)) + 2 + len(`,"payload_encoding":"base64"`)
+	}
+}
+
+// appendMessage writes one message object exactly as a v3.1 node does: compact, with the
+// fields in the order of the consuming guide (topic, partition, offset, key, key_encoding,
+// payload, payload_encoding, timestamp, receipt_handle). It is written by hand because
+// encoding/json would compact a verbatim JSON payload, and the payload must come back
+// byte for byte. handle is nil for a replay, which carries no receipt_handle.
+func appendMessage(dst []byte, topic string, part int, m *message, legacy bool, handle []byte) []byte {
+	dst = append(dst, `{"topic":`...)
+	dst = appendJSONString(dst, topic)
+	dst = append(dst, `,"partition":`...)
+	dst = strconv.AppendInt(dst, int64(part), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendInt(dst, m.offset, 10)
+	if m.hasKey {
+		dst = append(dst, `,"key":`...)
+		switch {
+		case utf8.ValidString(m.key):
+			dst = appendJSONString(dst, m.key)
+		case legacy:
+			// What a v3.0 node did: a Go-quoted string, whose \x escapes are not valid
+			// JSON. Clients must survive it, so the dev broker reproduces it.
+			dst = strconv.AppendQuote(dst, m.key)
+		default:
+			dst = append(dst, '"')
+			dst = base64.StdEncoding.AppendEncode(dst, []byte(m.key))
+			dst = append(dst, `","key_encoding":"base64"`...)
+		}
+	}
+	dst = append(dst, `,"payload":`...)
+	switch m.kind {
+	case payloadJSON:
+		dst = append(dst, m.payload...)
+	case payloadText:
+		dst = appendJSONString(dst, string(m.payload))
+	default:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, m.payload)
+		dst = append(dst, `","payload_encoding":"base64"`...)
+	}
+	dst = append(dst, `,"timestamp":`...)
+	dst = strconv.AppendInt(dst, m.timestamp, 10)
+	if handle != nil {
+		dst = append(dst, `,"receipt_handle":"`...)
+		dst = append(dst, handle...)
+		dst = append(dst, '"')
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString quotes valid UTF-8 as a JSON string. Unlike encoding/json it leaves
+// <, > and & alone: they are valid JSON and a terminal user reads them more easily.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
