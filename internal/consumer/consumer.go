@@ -1,0 +1,361 @@
+// Package consumer owns the one consume loop of `narad sub`: it takes batches sized to
+// what the handler can take, hands each leased message to a Handler as a Delivery,
+// makes sure every delivery is settled exactly once (giving back whatever a handler
+// left), and counts what happened. Printing (Printer, in this package) and the exec
+// supervisor (package supervisor) are two Handlers of the same loop.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// Source is the part of *client.Client the loop needs.
+type Source interface {
+	Consume(ctx context.Context, topic string, o client.ConsumeOptions) (*client.ConsumeResult, error)
+	Settle(ctx context.Context, topic string, a client.Action, handles []string) ([]client.SettleResult, error)
+}
+
+// Handler is what the loop hands deliveries to.
+//
+// The loop calls Slots, consumes at most that many messages, calls Handle with them,
+// and repeats; once it stops taking it calls Finish once. Slots and Handle are called
+// from the loop's goroutine only.
+type Handler interface {
+	// Slots blocks until the handler can take at least one more delivery and returns
+	// how many it can take (at least 1). It returns ctx's error when ctx is done,
+	// which is how the loop stops waiting at a stop.
+	Slots(ctx context.Context) (int, error)
+	// Handle takes ownership of ds: each must end settled (Ack, Nack, LeaseLost), now
+	// or later. ctx is the run's context: its cancellation is the hard stop.
+	// An error stops the loop; wrap ErrOutputClosed for a closed output.
+	Handle(ctx context.Context, ds []Delivery) error
+	// Finish returns once every delivery handed over has been settled. stopping is
+	// closed when the run stops early (signal, timeout, fatal error): work not started
+	// is then given back at once and running work gets its grace. ctx's cancellation
+	// is the hard stop.
+	Finish(ctx context.Context, stopping <-chan struct{}) error
+}
+
+// ErrOutputClosed is a handler's output going away (EPIPE from `| head`): the run
+// ends, and that is not a failure.
+var ErrOutputClosed = errors.New("output closed")
+
+// MaxBatch is the most messages one consume may ask for.
+const MaxBatch = 100
+
+// Options configure Run.
+type Options struct {
+	Topic string
+	// Partition restricts consuming to one partition; nil means any.
+	Partition *int
+	// Wait is each consume's long poll.
+	Wait time.Duration
+	// Max is the most messages per request, 1..MaxBatch; 0 means MaxBatch.
+	Max int
+	// Count stops the run after that many messages (0: no limit). No request asks
+	// for more than are still needed.
+	Count int
+	// Timeout stops taking after that long (0: never).
+	Timeout time.Duration
+	// Drain stops at the first consume that finds nothing ready; every consume asks
+	// without waiting.
+	Drain bool
+	// NoAck settles nothing: leases lapse on their own.
+	NoAck bool
+	// Stop is the soft stop (the first SIGINT/SIGTERM): take nothing more, give back
+	// what is held, let running work finish. The hard stop is Run's ctx.
+	Stop <-chan struct{}
+	// SettleTimeout bounds each settlement request, which runs on a context that
+	// survives the stops; 0 means 30s.
+	SettleTimeout time.Duration
+	// IdlePause is how long to wait before asking again after an empty answer to a
+	// request that did not long-poll (Wait 0 without Drain), so that polling does not
+	// spin; 0 means 100ms.
+	IdlePause time.Duration
+}
+
+// Reason is why a run stopped.
+type Reason int
+
+const (
+	// StopCount is Count messages taken (and their handling finished).
+	StopCount Reason = iota + 1
+	// StopDrained is a consume that found nothing ready with Drain.
+	StopDrained
+	// StopTimeout is Timeout running out (Result.CountUnmet says whether Count was short).
+	StopTimeout
+	// StopInterrupted is the soft stop or the cancellation of Run's ctx.
+	StopInterrupted
+	// StopOutputClosed is the handler's output going away (EPIPE).
+	StopOutputClosed
+	// StopFailed is a fatal error, returned by Run.
+	StopFailed
+)
+
+func (r Reason) String() string {
+	switch r {
+	case StopCount:
+		return "count reached"
+	case StopDrained:
+		return "drained"
+	case StopTimeout:
+		return "timeout"
+	case StopInterrupted:
+		return "interrupted"
+	case StopOutputClosed:
+		return "output closed"
+	case StopFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
+}
+
+// Outcome is a run's result as the exit-code table sees it.
+type Outcome int
+
+const (
+	// OutcomeOK: exit 0.
+	OutcomeOK Outcome = iota
+	// OutcomeFailed: exit 1 (a fatal error, or some delivery not handled successfully).
+	OutcomeFailed
+	// OutcomeCountUnmet: exit 3 (Timeout ran out before Count was reached).
+	OutcomeCountUnmet
+	// OutcomeLeaseGone: exit 4 (a lease was gone for some message, nothing else wrong).
+	OutcomeLeaseGone
+	// OutcomeInterrupted: exit 130/143, by the signal.
+	OutcomeInterrupted
+)
+
+// Result is how a run ended.
+type Result struct {
+	Reason Reason
+	Stats  Stats
+	// Declined counts deliveries the handler nacked as failed (Cause Declined): for
+	// the supervisor, commands that exited with a code that does not ack or were
+	// stopped at shutdown.
+	Declined int64
+	// CountUnmet is Count > 0 with fewer than Count messages taken.
+	CountUnmet bool
+}
+
+// Outcome classifies the run: interrupted first, then failures (a fatal error, a
+// handler's failure, a settlement that failed, a double settlement), then a timeout
+// before Count, then lost leases (lease_lost or ack_gone), else OK.
+func (r Result) Outcome() Outcome {
+	s := r.Stats
+	switch {
+	case r.Reason == StopInterrupted:
+		return OutcomeInterrupted
+	case r.Reason == StopFailed, r.Declined > 0, s.Failed > 0, s.TimedOut > 0, s.Bugs > 0:
+		return OutcomeFailed
+	case r.Reason == StopTimeout && r.CountUnmet:
+		return OutcomeCountUnmet
+	case s.LeaseLost > 0, s.AckGone > 0:
+		return OutcomeLeaseGone
+	}
+	return OutcomeOK
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Topic == "" {
+		return o, errors.New("consumer: no topic")
+	}
+	if o.Max == 0 {
+		o.Max = MaxBatch
+	}
+	if o.Max < 1 || o.Max > MaxBatch {
+		return o, fmt.Errorf("consumer: max %d is outside 1..%d", o.Max, MaxBatch)
+	}
+	if o.Count < 0 || o.Wait < 0 || o.Timeout < 0 {
+		return o, errors.New("consumer: count, wait and timeout must not be negative")
+	}
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = 30 * time.Second
+	}
+	if o.IdlePause <= 0 {
+		o.IdlePause = 100 * time.Millisecond
+	}
+	return o, nil
+}
+
+// Run consumes o.Topic and hands what it takes to h until Count is reached, the queue
+// is drained, Timeout runs out, o.Stop is closed, ctx is cancelled, h's output closes
+// or an error is fatal. Before it returns, every delivery is settled: what h left is
+// given back. The error is the fatal one (Result.Reason StopFailed), as the client
+// returned it (a *client.Error for 401/403/404).
+func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return Result{Reason: StopFailed}, err
+	}
+	var c counters
+	s := newSettler(ctx, src, o, &c)
+
+	// take is the context of everything that takes messages: cancelled by any stop,
+	// so a long poll does not hold up a signal or a timeout.
+	take, cancelTake := context.WithCancel(ctx)
+	defer cancelTake()
+	stopping := make(chan struct{})
+	var stopOnce sync.Once
+	var early atomic.Int32 // the Reason of an early stop, set before stopping closes
+	stop := func(why Reason) {
+		stopOnce.Do(func() {
+			early.Store(int32(why))
+			close(stopping)
+			cancelTake()
+		})
+	}
+	var soft atomic.Bool
+	watchDone := make(chan struct{})
+	watchExited := make(chan struct{})
+	go func() {
+		defer close(watchExited)
+		var timeout <-chan time.Time
+		if o.Timeout > 0 {
+			t := time.NewTimer(o.Timeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		softStop := o.Stop
+		for {
+			select {
+			case <-softStop:
+				soft.Store(true)
+				stop(StopInterrupted)
+				softStop = nil
+			case <-timeout:
+				stop(StopTimeout)
+				timeout = nil
+			case <-ctx.Done():
+				stop(StopInterrupted)
+				return
+			case <-watchDone:
+				return
+			}
+		}
+	}()
+
+	reason, fatal := loop(ctx, take, src, h, s, &c, o)
+	switch {
+	case fatal != nil:
+		reason = StopFailed
+		stop(StopFailed)
+	case reason == StopOutputClosed, reason == StopInterrupted:
+		stop(reason)
+	case reason == 0:
+		// The loop saw its context end: the stop's own reason says why.
+		stop(StopInterrupted) // no-op unless ctx itself ended
+		reason = Reason(early.Load())
+	}
+	if err := h.Finish(ctx, stopping); err != nil && fatal == nil {
+		fatal, reason = err, StopFailed
+	}
+	close(watchDone)
+	<-watchExited
+	// The safety net: whatever a handler did not settle goes back now rather than
+	// waiting for its lease to lapse. A well-behaved handler leaves nothing.
+	if left := s.unsettled(); len(left) > 0 {
+		_ = NackAll(left, GiveBack)
+	}
+	if reason != StopFailed && (soft.Load() || closed(o.Stop) || ctx.Err() != nil) {
+		reason = StopInterrupted
+	}
+	st := c.snapshot()
+	return Result{
+		Reason:     reason,
+		Stats:      st,
+		Declined:   c.declined.Load(),
+		CountUnmet: o.Count > 0 && st.Received < int64(o.Count),
+	}, fatal
+}
+
+// loop takes and hands over until a stop. It returns the reason (0 when take ended,
+// leaving the reason to whoever ended it) or a fatal error.
+func loop(ctx, take context.Context, src Source, h Handler, s *settler, c *counters, o Options) (Reason, error) {
+	wait := o.Wait
+	if o.Drain {
+		wait = 0
+	}
+	received := 0
+	for {
+		if o.Count > 0 && received >= o.Count {
+			return StopCount, nil
+		}
+		// The watcher may not have seen a stop that came before this turn yet; a stop
+		// must mean nothing more is taken, so look here too.
+		if closed(o.Stop) {
+			return StopInterrupted, nil
+		}
+		free, err := h.Slots(take)
+		if err != nil {
+			if take.Err() != nil {
+				return 0, nil
+			}
+			return 0, err
+		}
+		n := min(o.Max, max(free, 1))
+		if o.Count > 0 {
+			n = min(n, o.Count-received)
+		}
+		res, err := src.Consume(take, o.Topic, client.ConsumeOptions{Wait: wait, Partition: o.Partition, Max: n})
+		if err != nil {
+			if take.Err() != nil {
+				return 0, nil
+			}
+			return 0, err
+		}
+		if res == nil || len(res.Messages) == 0 {
+			if o.Drain {
+				return StopDrained, nil
+			}
+			if wait == 0 && !pause(take, o.IdlePause) {
+				return 0, nil
+			}
+			continue
+		}
+		ds := s.wrap(res.Messages)
+		received += len(ds)
+		c.received.Add(int64(len(ds)))
+		if take.Err() != nil {
+			// Stopped while this answer was on its way: take nothing more means these
+			// go back at once, unhandled.
+			_ = NackAll(ds, GiveBack)
+			return 0, nil
+		}
+		if err := h.Handle(ctx, ds); err != nil {
+			if errors.Is(err, ErrOutputClosed) {
+				return StopOutputClosed, nil
+			}
+			return 0, err
+		}
+	}
+}
+
+// closed reports whether ch is closed (never, for a nil ch).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// pause waits d; false when ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

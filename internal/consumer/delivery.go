@@ -1,0 +1,300 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+)
+
+var (
+	// ErrAlreadySettled is a second settlement of one delivery. The first one won;
+	// the second was refused, sent nothing, and was counted as a bug.
+	ErrAlreadySettled = errors.New("delivery already settled")
+	// ErrLeaseGone is a 410: the lease ran out or the message was settled already,
+	// so it may be with another consumer now.
+	ErrLeaseGone = errors.New("lease gone")
+)
+
+// Cause says why a delivery is nacked. Every nack gives the message back at once;
+// the cause decides which counters move and whether the run counts it as a failure.
+type Cause int
+
+const (
+	// GiveBack is a message that was not handled at all (stop, signal, output closed):
+	// not the message's fault, so not a failure.
+	GiveBack Cause = iota
+	// Declined is the handler's verdict that handling failed (a non-zero exit, a
+	// command stopped at shutdown).
+	Declined
+	// Failed is a message that could not be handled (a command that did not start);
+	// it counts failed.
+	Failed
+	// TimedOut is handling that took too long and was stopped; it counts timed_out.
+	TimedOut
+)
+
+// Delivery is one leased message handed to a Handler. It is a small value whose
+// settlement state is shared behind a pointer, so copies (in closures, structs, other
+// goroutines) agree: the first settlement wins and any later one returns
+// ErrAlreadySettled and counts a bug.
+type Delivery struct{ d *delivery }
+
+type delivery struct {
+	msg     client.Message
+	s       *settler
+	settled atomic.Bool
+}
+
+// Message is the delivered message. It must not be modified.
+func (d Delivery) Message() *client.Message { return &d.d.msg }
+
+// Settled reports whether the delivery has been settled (or let go after a lost lease).
+func (d Delivery) Settled() bool { return d.d.settled.Load() }
+
+// Ack accepts the delivery. It returns ErrLeaseGone on a 410 (counted ack_gone).
+func (d Delivery) Ack() error { return d.d.s.settle(client.Ack, GiveBack, []*delivery{d.d}) }
+
+// Nack gives the message back at once, for the reason given.
+func (d Delivery) Nack(why Cause) error { return d.d.s.settle(client.Nack, why, []*delivery{d.d}) }
+
+// LeaseLost settles the delivery locally after a 410 on extend: the message belongs
+// to someone else now, so nothing is sent; it counts lease_lost.
+func (d Delivery) LeaseLost() error {
+	if !d.d.s.claim(d.d) {
+		return ErrAlreadySettled
+	}
+	d.d.s.c.leaseLost.Add(1)
+	return nil
+}
+
+// Extend renews the lease for a full visibility timeout. It is not a settlement; it
+// returns ErrLeaseGone on a 410, and ErrAlreadySettled once the delivery is settled.
+func (d Delivery) Extend(ctx context.Context) error {
+	if d.d.settled.Load() {
+		return ErrAlreadySettled
+	}
+	s := d.d.s
+	res, err := s.src.Settle(ctx, s.topic, client.Extend, []string{d.d.msg.ReceiptHandle})
+	if len(res) == 1 {
+		s.c.retries.Add(int64(res[0].Retries))
+		switch res[0].Status {
+		case 204:
+			return nil
+		case 410:
+			return ErrLeaseGone
+		}
+		if err == nil {
+			err = resultError(client.Extend, res[0])
+		}
+	}
+	if err == nil {
+		err = fmt.Errorf("extend: %d results for 1 handle", len(res))
+	}
+	return err
+}
+
+// AckAll acks ds in as few requests as the client needs. Deliveries already settled
+// are refused one by one (counted as bugs); the others are still acked.
+func AckAll(ds []Delivery) error { return settleAll(client.Ack, GiveBack, ds) }
+
+// NackAll gives ds back at once, for the reason given, like AckAll.
+func NackAll(ds []Delivery, why Cause) error { return settleAll(client.Nack, why, ds) }
+
+func settleAll(a client.Action, why Cause, ds []Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	// Deliveries of one Run share a settler; grouping keeps a mixed slice correct
+	// without costing the common case more than one pass.
+	var first error
+	for len(ds) > 0 {
+		s := ds[0].d.s
+		var same []*delivery
+		var rest []Delivery
+		for _, d := range ds {
+			if d.d.s == s {
+				same = append(same, d.d)
+			} else {
+				rest = append(rest, d)
+			}
+		}
+		if err := s.settle(a, why, same); err != nil && first == nil {
+			first = err
+		}
+		ds = rest
+	}
+	return first
+}
+
+// counters are the run's live counts; Stats is their snapshot.
+type counters struct {
+	received, acked, nacked, failed, timedOut, leaseLost, ackGone, retries, bugs atomic.Int64
+	// declined is not a published counter: it is what makes a run's outcome a failure
+	// when a handler said no.
+	declined atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Received:  c.received.Load(),
+		Acked:     c.acked.Load(),
+		Nacked:    c.nacked.Load(),
+		Failed:    c.failed.Load(),
+		TimedOut:  c.timedOut.Load(),
+		LeaseLost: c.leaseLost.Load(),
+		AckGone:   c.ackGone.Load(),
+		Retries:   c.retries.Load(),
+		Bugs:      c.bugs.Load(),
+	}
+}
+
+// settler performs the settlements of one Run and remembers what is still open, so
+// that the run can give back anything a handler left behind.
+type settler struct {
+	src     Source
+	topic   string
+	noAck   bool
+	base    context.Context // the run's context without its cancellation
+	timeout time.Duration
+	c       *counters
+
+	mu   sync.Mutex
+	open map[*delivery]struct{}
+}
+
+func newSettler(ctx context.Context, src Source, o Options, c *counters) *settler {
+	return &settler{
+		src: src, topic: o.Topic, noAck: o.NoAck, c: c,
+		// Settlements must outlive a signal: a give-back after SIGINT is the whole
+		// point of handling the signal. The timeout bounds them instead.
+		base:    context.WithoutCancel(ctx),
+		timeout: o.SettleTimeout,
+		open:    make(map[*delivery]struct{}),
+	}
+}
+
+func (s *settler) wrap(msgs []client.Message) []Delivery {
+	ds := make([]Delivery, len(msgs))
+	backing := make([]delivery, len(msgs))
+	if !s.noAck {
+		s.mu.Lock()
+	}
+	for i := range msgs {
+		backing[i] = delivery{msg: msgs[i], s: s}
+		ds[i] = Delivery{&backing[i]}
+		// With NoAck nothing is ever settled, so tracking would only grow.
+		if !s.noAck {
+			s.open[&backing[i]] = struct{}{}
+		}
+	}
+	if !s.noAck {
+		s.mu.Unlock()
+	}
+	return ds
+}
+
+// claim makes d settled; false means it already was (a bug, counted).
+func (s *settler) claim(d *delivery) bool {
+	if !d.settled.CompareAndSwap(false, true) {
+		s.c.bugs.Add(1)
+		return false
+	}
+	if !s.noAck {
+		s.mu.Lock()
+		delete(s.open, d)
+		s.mu.Unlock()
+	}
+	return true
+}
+
+// unsettled returns the deliveries nobody settled.
+func (s *settler) unsettled() []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ds := make([]Delivery, 0, len(s.open))
+	for d := range s.open {
+		ds = append(ds, Delivery{d})
+	}
+	return ds
+}
+
+func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
+	var first error
+	handles := make([]string, 0, len(ds))
+	for _, d := range ds {
+		if !s.claim(d) {
+			first = ErrAlreadySettled
+			continue
+		}
+		handles = append(handles, d.msg.ReceiptHandle)
+	}
+	if a == client.Nack {
+		// The decision is counted whatever the broker answers: a failed command is a
+		// failure even if its nack is lost.
+		n := int64(len(handles))
+		switch why {
+		case Declined:
+			s.c.declined.Add(n)
+		case Failed:
+			s.c.failed.Add(n)
+		case TimedOut:
+			s.c.timedOut.Add(n)
+		}
+	}
+	if s.noAck || len(handles) == 0 {
+		return first
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.timeout)
+	defer cancel()
+	res, err := s.src.Settle(ctx, s.topic, a, handles)
+	for i := range handles {
+		if i >= len(res) {
+			// No answer for this handle: it may or may not have landed.
+			s.c.failed.Add(1)
+			if first == nil {
+				first = fmt.Errorf("%s: no result for handle: %w", a, orUnknown(err))
+			}
+			continue
+		}
+		r := res[i]
+		s.c.retries.Add(int64(r.Retries))
+		switch {
+		case r.Status == 204 && a == client.Ack:
+			s.c.acked.Add(1)
+		case r.Status == 410 && a == client.Ack:
+			s.c.ackGone.Add(1)
+			if first == nil {
+				first = ErrLeaseGone
+			}
+		case (r.Status == 204 || r.Status == 410) && a == client.Nack:
+			// A 410 on a nack means the lease had lapsed already: the message is back
+			// in the queue either way.
+			s.c.nacked.Add(1)
+		default:
+			s.c.failed.Add(1)
+			if first == nil {
+				first = resultError(a, r)
+			}
+		}
+	}
+	return first
+}
+
+func resultError(a client.Action, r client.SettleResult) error {
+	if r.Status == 0 {
+		return fmt.Errorf("%s: no answer: %s", a, r.Err)
+	}
+	return &client.Error{Op: a.String(), Status: r.Status, Message: r.Err}
+}
+
+func orUnknown(err error) error {
+	if err == nil {
+		return errors.New("the client returned fewer results than handles")
+	}
+	return err
+}
