@@ -40,7 +40,7 @@ type Source struct {
 
 	// Status answers a settlement of one handle; nil answers 204 to everything.
 	// It is called without the Source's lock held.
-	Status func(a client.Action, handle string) int
+	Status     func(a client.Action, handle string) int
 	consumeErr error
 	// Over makes every consume return this many more messages than asked for, the
 	// way a misbehaving node might.
