@@ -82,6 +82,11 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
+		// url.Error repeats the URL, password included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("server URL %q: %w", redactURL(cfg.BaseURL), err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {

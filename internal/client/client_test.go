@@ -1,0 +1,310 @@
+package client
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestNewNormalisesURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:7942":          "http://127.0.0.1:7942",
+		"http://127.0.0.1:7942/":         "http://127.0.0.1:7942",
+		"127.0.0.1:7942":                 "http://127.0.0.1:7942",
+		"https://narad.example/prefix//": "https://narad.example/prefix",
+		"http://app:s3cret@host:7942/":   "http://host:7942",
+	} {
+		c, err := New(Config{BaseURL: in})
+		if err != nil {
+			t.Errorf("New(%q): %v", in, err)
+			continue
+		}
+		if c.BaseURL() != want {
+			t.Errorf("New(%q).BaseURL() = %q, want %q", in, c.BaseURL(), want)
+		}
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.pem")
+	os.WriteFile(notPEM, []byte("not a certificate"), 0o600)
+	for name, cfg := range map[string]Config{
+		"empty":        {BaseURL: ""},
+		"scheme":       {BaseURL: "ftp://host"},
+		"no host":      {BaseURL: "http://"},
+		"query":        {BaseURL: "http://host?x=1"},
+		"missing CA":   {BaseURL: "https://host", CACertFile: filepath.Join(dir, "nope.pem")},
+		"CA never PEM": {BaseURL: "https://host", CACertFile: notPEM},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%s: New(%+v) succeeded", name, cfg)
+		}
+	}
+	// A password in a URL that does not parse must not end up in the error.
+	_, err := New(Config{BaseURL: "http://app:s3cret@ho st"})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error %v: want one without the password", err)
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"error":"receipt handle no longer matches an active reservation"}`: "receipt handle no longer matches an active reservation",
+		"no healthy upstream\n":                    "no healthy upstream",
+		"404 page not found\n":                     "404 page not found",
+		"  <html>\n<body>Bad gateway</body>  ":     "<html> <body>Bad gateway</body>",
+		`{"status":"starting"}`:                    `{"status":"starting"}`,
+		`{"error": 42}`:                            `{"error": 42}`,
+		"":                                         "",
+		"tab\tand\x1b[31mescape":                   "tab and[31mescape",
+		`{"error":"two\nlines"}`:                   "two lines",
+		"not json {\"error\":\"x\"":                "not json {\"error\":\"x\"",
+		string([]byte{0xff, 0xfe, 'o', 'k', '\n'}): "\ufffd\ufffdok",
+	} {
+		if got := errorText([]byte(body)); got != want {
+			t.Errorf("errorText(%q) = %q, want %q", body, got, want)
+		}
+	}
+	long := strings.Repeat("x", 5000)
+	if got := errorText([]byte(long)); len(got) > maxErrorText+10 || !strings.HasSuffix(got, "…") {
+		t.Errorf("long body kept %d bytes", len(got))
+	}
+}
+
+func TestErrorFormatAndHelpers(t *testing.T) {
+	e := &Error{Op: "ack", Status: 410, Message: "receipt handle no longer matches an active reservation"}
+	if got, want := e.Error(), "ack: 410 receipt handle no longer matches an active reservation"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if got, want := (&Error{Op: "consume", Status: 503}).Error(), "consume: 503 service unavailable"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	wrapped := fmt.Errorf("settling: %w", e)
+	if StatusOf(wrapped) != 410 || !IsGone(wrapped) {
+		t.Errorf("StatusOf/IsGone do not see through wrapping")
+	}
+	if StatusOf(errors.New("x")) != 0 || StatusOf(nil) != 0 || IsGone(nil) {
+		t.Errorf("StatusOf of a non-*Error is not 0")
+	}
+}
+
+// The node's text comes back whatever the body's shape, and a plain-text 404 from a
+// router is not a decoding failure.
+func TestErrorBodiesJSONAndText(t *testing.T) {
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		switch r.URL.Path {
+		case "/v1/topics/json":
+			writeJSON(w, 404, `{"error":"topic not found"}`)
+		case "/v1/topics/text":
+			writeText(w, 404, "404 page not found\n")
+		default:
+			writeText(w, 403, "")
+		}
+	})
+	c, _ := newClient(t, n.URL)
+	for topic, want := range map[string]string{
+		"json":  "topic: 404 topic not found",
+		"text":  "topic: 404 404 page not found",
+		"other": "topic: 403 forbidden",
+	} {
+		_, err := c.Topic(ctxT(t), topic)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("%s: err %v is not *Error", topic, err)
+			continue
+		}
+		if err.Error() != want {
+			t.Errorf("%s: %q, want %q", topic, err.Error(), want)
+		}
+	}
+}
+
+// syncBuffer is a Verbose writer that the race detector is happy with.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestVerboseNeverShowsCredentials(t *testing.T) {
+	const user, pass = "app", "s3cret-Pa55"
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		u, p, ok := r.BasicAuth()
+		if !ok || u != user || p != pass {
+			writeJSON(w, 401, `{"error":"bad credentials"}`)
+			return
+		}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/consume"):
+			w.WriteHeader(204)
+		case strings.HasSuffix(r.URL.Path, "/ack"):
+			writeJSON(w, 410, `{"error":"receipt handle no longer matches an active reservation"}`)
+		default:
+			w.WriteHeader(202)
+		}
+	})
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	for name, cfg := range map[string]Config{
+		"fields": {BaseURL: n.URL, User: user, Password: pass},
+		"in URL": {BaseURL: strings.Replace(n.URL, "http://", "http://"+user+":"+pass+"@", 1)},
+	} {
+		var out syncBuffer
+		cfg.Verbose = &out
+		cfg.Retry.Sleep = (&sleeper{}).Sleep
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxT(t)
+		if _, err := c.Consume(ctx, "orders", ConsumeOptions{Wait: 10 * time.Second, Max: 10}); err != nil {
+			t.Errorf("%s: consume: %v", name, err)
+		}
+		if err := c.Ack(ctx, "orders", "4:0:1"); !IsGone(err) {
+			t.Errorf("%s: ack: %v, want 410", name, err)
+		}
+		if err := c.Produce(ctx, "orders", []byte("x"), ProduceOptions{}); err != nil {
+			t.Errorf("%s: produce: %v", name, err)
+		}
+		got := out.String()
+		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+		if len(lines) != 3 {
+			t.Errorf("%s: %d verbose lines, want 3:\n%s", name, len(lines), got)
+		}
+		for _, want := range []string{
+			"GET " + n.URL + "/v1/topics/orders/consume?max=10&wait=10s 204 No Content (",
+			"POST " + n.URL + "/v1/topics/orders/ack?receipt_handle=4%3A0%3A1 410 Gone (",
+			"POST " + n.URL + "/v1/topics/orders/produce 202 Accepted (",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: verbose output lacks %q:\n%s", name, want, got)
+			}
+		}
+		for _, secret := range []string{pass, auth, "Authorization", "Basic "} {
+			if strings.Contains(got, secret) {
+				t.Errorf("%s: verbose output shows %q:\n%s", name, secret, got)
+			}
+		}
+	}
+}
+
+func TestVerboseConnectionError(t *testing.T) {
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {})
+	u := n.URL
+	n.Close()
+	var out syncBuffer
+	c, _ := newClient(t, strings.Replace(u, "http://", "http://app:hunter22@", 1), func(c *Config) { c.Verbose = &out })
+	err := c.Produce(ctxT(t), "orders", []byte("x"), ProduceOptions{})
+	if err == nil {
+		t.Fatal("produce to a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "hunter22") || strings.Contains(out.String(), "hunter22") {
+		t.Errorf("password shown: err %q, verbose %q", err, out.String())
+	}
+	if got := strings.Count(out.String(), "error: "); got != DefaultProduceAttempts {
+		t.Errorf("%d error lines, want %d:\n%s", got, DefaultProduceAttempts, out.String())
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, `{"status":"ready"}`)
+	}))
+	defer srv.Close()
+	ctx := ctxT(t)
+
+	// Unknown CA: refused, and not retried (it would fail the same way every time).
+	var out syncBuffer
+	c, _ := newClient(t, srv.URL, func(c *Config) { c.Verbose = &out })
+	if err := c.Ready(ctx); err == nil {
+		t.Error("an untrusted certificate was accepted")
+	}
+	if _, err := c.Topic(ctx, "orders"); err == nil || strings.Count(out.String(), "\n") != 2 {
+		t.Errorf("certificate failure: err %v, requests:\n%s", err, out.String())
+	}
+
+	c, _ = newClient(t, srv.URL, func(c *Config) { c.Insecure = true })
+	if err := c.Ready(ctx); err != nil {
+		t.Errorf("insecure: %v", err)
+	}
+
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = newClient(t, srv.URL, func(c *Config) { c.CACertFile = ca })
+	if err := c.Ready(ctx); err != nil {
+		t.Errorf("with the CA file: %v", err)
+	}
+}
+
+func TestReady(t *testing.T) {
+	ready := false
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		if r.URL.Path != "/readyz" {
+			t.Errorf("path %s", r.URL.Path)
+		}
+		if ready {
+			writeJSON(w, 200, `{"status":"ready"}`)
+		} else {
+			writeJSON(w, 503, `{"status":"starting"}`)
+		}
+	})
+	c, _ := newClient(t, n.URL)
+	if err := c.Ready(ctxT(t)); StatusOf(err) != 503 {
+		t.Errorf("starting: %v, want 503", err)
+	}
+	if len(n.requests()) != 1 {
+		t.Errorf("readyz was retried: %d requests", len(n.requests()))
+	}
+	ready = true
+	if err := c.Ready(ctxT(t)); err != nil {
+		t.Errorf("ready: %v", err)
+	}
+}
+
+func TestHeadersAndKeepAlive(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		w.WriteHeader(202)
+	})
+	c, _ := newClient(t, n.URL, func(c *Config) { c.UserAgent = "narad/1.2.3" })
+	for i := 0; i < 20; i++ {
+		if err := c.Produce(ctxT(t), "orders", []byte("x"), ProduceOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(conns) != 1 {
+		t.Errorf("20 sequential requests used %d connections, want 1", len(conns))
+	}
+	r := n.requests()[0]
+	if r.Header.Get("User-Agent") != "narad/1.2.3" || r.Header.Get("Authorization") != "" {
+		t.Errorf("headers %v", r.Header)
+	}
+}

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+)
+
+// seen is one request as the fake node received it.
+type seen struct {
+	Method string
+	Path   string
+	Query  url.Values
+	Header http.Header
+	Body   []byte
+}
+
+// node is a scripted fake Narad node: it records every request and answers with
+// the test's handler, which gets the request's 0-based number.
+type node struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []seen
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, n int, body []byte)
+
+func newNode(t *testing.T, h handler) *node {
+	t.Helper()
+	n := &node{}
+	n.Server = httptest.NewServer(n.wrap(h))
+	t.Cleanup(n.Close)
+	return n
+}
+
+func (n *node) wrap(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		n.mu.Lock()
+		i := len(n.reqs)
+		n.reqs = append(n.reqs, seen{r.Method, r.URL.Path, r.URL.Query(), r.Header.Clone(), body})
+		n.mu.Unlock()
+		h(w, r, i, body)
+	}
+}
+
+func (n *node) requests() []seen {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]seen(nil), n.reqs...)
+}
+
+// sleeper is an instant RetryPolicy.Sleep that records what it was asked to wait.
+type sleeper struct {
+	mu     sync.Mutex
+	slept  []time.Duration
+	onCall func(n int) // optional: runs on each sleep (e.g. to cancel a context)
+}
+
+func (s *sleeper) Sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.slept = append(s.slept, d)
+	n := len(s.slept)
+	s.mu.Unlock()
+	if s.onCall != nil {
+		s.onCall(n)
+	}
+	return ctx.Err()
+}
+
+func (s *sleeper) calls() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.slept...)
+}
+
+func (s *sleeper) total() time.Duration {
+	var t time.Duration
+	for _, d := range s.calls() {
+		t += d
+	}
+	return t
+}
+
+// newClient is a Client for url whose backoff sleeps are instant and recorded.
+func newClient(t *testing.T, u string, mod ...func(*Config)) (*Client, *sleeper) {
+	t.Helper()
+	sl := &sleeper{}
+	cfg := Config{BaseURL: u, Retry: RetryPolicy{Sleep: sl.Sleep}}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c, sl
+}
+
+func writeJSON(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+func writeText(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+// hangUp drops the connection without an answer: a connection error for the client.
+func hangUp(t *testing.T, w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		t.Error("response writer cannot hijack")
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return
+	}
+	conn.Close()
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func intp(i int) *int { return &i }
+
+func strp(s string) *string { return &s }
+
+func mustContain(t *testing.T, got []byte, want string) {
+	t.Helper()
+	if !bytes.Contains(got, []byte(want)) {
+		t.Errorf("%q does not contain %q", got, want)
+	}
+}
