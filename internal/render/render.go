@@ -12,6 +12,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/charmbracelet/lipgloss"
+
 	"github.com/narad/narad/internal/client"
 )
 
@@ -84,8 +86,21 @@ type Renderer struct {
 	delim  []byte
 	tmpl   *template.Template
 	tmplNL bool // the template source already ends in a newline
-	color  bool
-	styles Styles
+	// tag, key and clock wrap the styled parts of a colour text line.
+	tag, key, clock affix
+}
+
+// affix is what a style puts before and after a one-line text. Rendering through lipgloss
+// once in New and reusing the result keeps a colour line at plain-line cost (lipgloss
+// allocates per call). It holds for inline styles (colours, bold, faint: all of styles.go
+// that a text line uses), and TestColorAffix checks it against Style.Render.
+type affix struct{ pre, post string }
+
+// affixOf renders a marker and splits around it; SGR sequences never contain an X.
+func affixOf(s lipgloss.Style) affix {
+	out := s.Render("X")
+	i := strings.Index(out, "X")
+	return affix{pre: out[:i], post: out[i+1:]}
 }
 
 // New checks o and builds a Renderer. Every error it returns is a usage error (a bad
@@ -106,8 +121,10 @@ func New(o Options) (*Renderer, error) {
 	case Text:
 		// Colour is only for the line meant for people; machine formats never get it.
 		if o.Color {
-			r.color = true
-			r.styles = NewStyles(io.Discard, true)
+			// Options has no writer, and none is needed: the profile is forced, so the
+			// writer is never probed.
+			st := NewStyles(io.Discard, true)
+			r.tag, r.key, r.clock = affixOf(st.Tag), affixOf(st.Key), affixOf(st.Time)
 		}
 	case JSON, Raw:
 	case Template:
@@ -172,53 +189,32 @@ func appendTag(dst []byte, m *client.Message) []byte {
 	return append(dst, ']')
 }
 
-// appendText appends `[p4 @0] key=customer-42 03:06:49 payload\n`.
+// appendText appends `[p4 @0] key=customer-42 03:06:49 payload\n`. With colour, the
+// tag, key and time are styled; the payload never is: its bytes are the user's, and a
+// style could not be told apart from them.
 func (r *Renderer) appendText(dst []byte, m *client.Message) ([]byte, error) {
-	if r.color {
-		return r.appendTextColor(dst, m)
-	}
+	dst = append(dst, r.tag.pre...)
 	dst = appendTag(dst, m)
+	dst = append(dst, r.tag.post...)
 	dst = append(dst, ' ')
 	start := len(dst)
+	dst = append(dst, r.key.pre...)
 	dst = append(dst, "key="...)
+	keyAt := len(dst)
 	dst, hasKey, err := appendKey(dst, m)
 	if err != nil {
 		return dst, err
 	}
 	if hasKey {
-		dst = escapeTail(dst, start+len("key="))
+		dst = escapeTail(dst, keyAt)
+		dst = append(dst, r.key.post...)
 		dst = append(dst, ' ')
 	} else {
 		dst = dst[:start]
 	}
+	dst = append(dst, r.clock.pre...)
 	dst = time.Unix(m.Timestamp, 0).In(r.loc).AppendFormat(dst, "15:04:05")
-	dst = append(dst, ' ')
-	dst, err = appendPayloadText(dst, m, true)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, '\n'), nil
-}
-
-// appendTextColor is appendText with the tag, key and time styled. It is a separate path
-// because lipgloss works on strings, which costs allocations the plain path avoids; a
-// terminal is the only place it runs. The payload is never styled: its bytes are the
-// user's, and a style could not be told apart from them.
-func (r *Renderer) appendTextColor(dst []byte, m *client.Message) ([]byte, error) {
-	var scratch [64]byte
-	dst = append(dst, r.styles.Tag.Render(string(appendTag(scratch[:0], m)))...)
-	dst = append(dst, ' ')
-	kb, hasKey, err := appendKey(scratch[:0], m)
-	if err != nil {
-		return dst, err
-	}
-	if hasKey {
-		key := "key=" + string(appendEscaped(nil, kb))
-		dst = append(dst, r.styles.Key.Render(key)...)
-		dst = append(dst, ' ')
-	}
-	clock := time.Unix(m.Timestamp, 0).In(r.loc).AppendFormat(scratch[:0], "15:04:05")
-	dst = append(dst, r.styles.Time.Render(string(clock))...)
+	dst = append(dst, r.clock.post...)
 	dst = append(dst, ' ')
 	dst, err = appendPayloadText(dst, m, true)
 	if err != nil {

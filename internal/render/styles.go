@@ -128,6 +128,10 @@ func plainTable(w io.Writer, headers []string, rows [][]string) error {
 		}
 	}
 	for _, row := range rows {
+		// Padding cells of a short row would leave trailing spaces.
+		for len(row) > 0 && row[len(row)-1] == "" {
+			row = row[:len(row)-1]
+		}
 		if _, err := fmt.Fprintln(tw, strings.Join(row, "\t")); err != nil {
 			return err
 		}

@@ -1,0 +1,50 @@
+package render
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// The benchmarks reuse one buffer, as the consumer does, so they measure the steady
+// state of printing a stream.
+
+func benchAppend(b *testing.B, o Options, m *client.Message) {
+	r := mustNew(b, o)
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(m.Payload)))
+	for b.Loop() {
+		var err error
+		buf, err = r.Append(buf[:0], m)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendText(b *testing.B) {
+	benchAppend(b, Options{Location: seedZone}, seedMsg())
+}
+
+func BenchmarkAppendJSON(b *testing.B) {
+	benchAppend(b, Options{Format: JSON}, seedMsg())
+}
+
+func BenchmarkAppendTextString(b *testing.B) {
+	m := with(func(m *client.Message) { m.Payload = json.RawMessage(`"a \u003c b, \u00e9t\u00e9"`) })
+	benchAppend(b, Options{Location: seedZone}, m)
+}
+
+func BenchmarkAppendTextBinary(b *testing.B) {
+	benchAppend(b, Options{Location: seedZone}, binaryMsg(make([]byte, 64<<10)))
+}
+
+func BenchmarkAppendTextColor(b *testing.B) {
+	benchAppend(b, Options{Location: seedZone, Color: true}, seedMsg())
+}
+
+func BenchmarkAppendRaw(b *testing.B) {
+	benchAppend(b, Options{Format: Raw}, binaryMsg(make([]byte, 1024)))
+}

@@ -1,0 +1,106 @@
+package render
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestEscape(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"plain text", "plain text"},
+		{"héllo 日本語 😀 \u00a0nbsp \u200b", "héllo 日本語 😀 \u00a0nbsp \u200b"},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"a\nb\rc\td", `a\nb\rc\td`},
+		{"\x00\x07\x08\x0b\x0c\x1f\x7f", `\x00\x07\x08\x0b\x0c\x1f\x7f`},
+		{"\u0080\u009b\u009f\u00a0", `\u0080\u009b\u009f` + "\u00a0"},
+		{"\xff\xfe", `\xff\xfe`},
+		{"\xc2", `\xc2`},                       // truncated sequence
+		{"\xe2\x82", `\xe2\x82`},               // truncated sequence
+		{"\xed\xa0\x80", `\xed\xa0\x80`},       // encoded surrogate is not UTF-8
+		{"\xc0\xaf", `\xc0\xaf`},               // overlong
+		{"\uFFFD", "\uFFFD"},                   // a real replacement character is text
+		{`back\slash \x1b`, `back\slash \x1b`}, // backslashes are not doubled
+	}
+	for _, tt := range tests {
+		if got := Escape(tt.in); got != tt.want {
+			t.Errorf("Escape(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := string(appendEscaped([]byte("x"), []byte(tt.in))); got != "x"+tt.want {
+			t.Errorf("appendEscaped(%q) = %q, want %q", tt.in, got, "x"+tt.want)
+		}
+	}
+}
+
+// TestEscapeNoCopy: the common clean string is returned as it is, with no allocation.
+func TestEscapeNoCopy(t *testing.T) {
+	s := "customer-42 héllo"
+	if n := testing.AllocsPerRun(100, func() { _ = Escape(s) }); n != 0 {
+		t.Errorf("Escape of clean text allocated %v times", n)
+	}
+}
+
+// FuzzEscape: whatever goes in, what comes out is valid UTF-8 with no control character,
+// and clean text passes unchanged.
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"", "a", "\x1b[2J", "\u009b", "\xff", "é\n\t", "\xe2\x80\xa8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Escape(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("Escape(%q) = %q is not UTF-8", s, out)
+		}
+		for _, r := range out {
+			if r < 0x20 || r == 0x7f || isC1(r) {
+				t.Fatalf("Escape(%q) = %q holds %U", s, out, r)
+			}
+		}
+		if !needsEscape(s) && out != s {
+			t.Fatalf("clean %q changed to %q", s, out)
+		}
+	})
+}
+
+// FuzzJSONText: our unquoting agrees with encoding/json on every valid JSON string.
+func FuzzJSONText(f *testing.F) {
+	for _, s := range []string{`""`, `"a"`, `"\u00e9\ud83d\ude00"`, `"\ud800\u0041"`, `"\udc00"`, `"\/\b\f\n\r\t\"\\"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		var want string
+		v := trimJSONSpace([]byte(q)) // as classify does
+		if json.Unmarshal(v, &want) != nil || len(v) == 0 || v[0] != '"' || !utf8.Valid(v) {
+			return // encoding/json replaces invalid UTF-8, which we keep on purpose
+		}
+		got, err := jsonText(v)
+		if err != nil || string(got) != want {
+			t.Fatalf("jsonText(%s) = %q, %v; encoding/json says %q", q, got, err, want)
+		}
+	})
+}
+
+func TestAppendJSONString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", `""`},
+		{"plain é 日本", `"plain é 日本"`},
+		{"\"\\/", `"\"\\/"`},
+		{"\n\r\t\x00\x1b\x7f", `"\n\r\t\u0000\u001b\u007f"`},
+		{"\u0085\u009b\u2028\u2029", `"\u0085\u009b\u2028\u2029"`},
+		{"<&>", `"<&>"`},
+		{"a\xffb", `"a\ufffdb"`},
+	}
+	for _, tt := range tests {
+		got := string(appendJSONString(nil, tt.in))
+		if got != tt.want {
+			t.Errorf("appendJSONString(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+		var back string
+		if err := json.Unmarshal([]byte(got), &back); err != nil {
+			t.Errorf("%s is not JSON: %v", got, err)
+		} else if utf8.ValidString(tt.in) && back != tt.in {
+			t.Errorf("%s decodes to %q, want %q", got, back, tt.in)
+		}
+	}
+}
