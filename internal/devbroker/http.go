@@ -373,14 +373,18 @@ func (b *Broker) await(ctx context.Context, t *topic, pin, n int, wait time.Dura
 			timer = time.NewTimer(remaining)
 			defer timer.Stop()
 		}
+		b.waiters.Add(1)
 		select {
 		case <-notify:
 		case <-timer.C: // one last look, then 204
 		case <-ctx.Done():
+			b.waiters.Add(-1)
 			return nil, nil
 		case <-b.closing:
+			b.waiters.Add(-1)
 			return nil, nil
 		}
+		b.waiters.Add(-1)
 	}
 }
 

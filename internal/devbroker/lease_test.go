@@ -1,0 +1,118 @@
+package devbroker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Point 4: a lease hides the message for visibility_timeout_ms; expiry makes it
+// available again, even with no request touching the topic, and the old handle is 410.
+func TestLeaseExpiry(t *testing.T) {
+	t.Parallel()
+	h := startTopic(t, TopicSpec{VisibilityTimeout: 600 * time.Millisecond})
+	h.mustProduce("orders", "", "m")
+	start := time.Now()
+	first := one(t, h.consume("orders", ""))
+	wantEmpty(t, h.consume("orders", ""), 204)
+	// The lease runs out on its own: Stats sees it without a consume in between.
+	eventually(t, 5*time.Second, "the lease to run out", func() bool { return h.stats("orders").Available() == 1 })
+	if el := time.Since(start); el < 600*time.Millisecond {
+		t.Fatalf("lease ran out after %v, before 600ms", el)
+	}
+	wantError(t, h.ack("orders", first.ReceiptHandle, ""), 410, textGone)
+	wantError(t, h.ack("orders", first.ReceiptHandle, "true"), 410, textGone)
+	second := one(t, h.consume("orders", ""))
+	if second.ReceiptHandle == first.ReceiptHandle {
+		t.Fatal("redelivery reused the handle")
+	}
+	wantEmpty(t, h.ack("orders", second.ReceiptHandle, ""), 204)
+}
+
+// Point 4: the topic's visibility has millisecond precision, as info reports it.
+func TestLeaseMillisecondPrecision(t *testing.T) {
+	t.Parallel()
+	h := start(t, Config{})
+	r := h.do("POST", "/v1/topics", []byte(`{"name":"orders","visibility_timeout_ms":750}`))
+	if r.status != 201 || !strings.Contains(string(r.body), `"visibility_timeout_ms":750,`) {
+		t.Fatalf("create: %v", r)
+	}
+	h.mustProduce("orders", "", "m")
+	start := time.Now()
+	one(t, h.consume("orders", ""))
+	m := one(t, h.consume("orders", "wait=10s"))
+	if el := time.Since(start); el < 750*time.Millisecond || el > 6*time.Second {
+		t.Fatalf("a 750ms lease ran out after %v", el)
+	}
+	_ = m
+}
+
+// Point 4 and 5: an extend renews a full visibility timeout from now, and the same handle
+// stays valid.
+func TestLeaseExtend(t *testing.T) {
+	t.Parallel()
+	h := startTopic(t, TopicSpec{VisibilityTimeout: 800 * time.Millisecond})
+	h.mustProduce("orders", "", "m")
+	m := one(t, h.consume("orders", ""))
+	time.Sleep(400 * time.Millisecond)
+	extended := time.Now()
+	wantEmpty(t, h.ack("orders", m.ReceiptHandle, "true"), 204)
+	// Past the original end (800ms after the consume), the lease still holds...
+	time.Sleep(time.Until(extended.Add(500 * time.Millisecond)))
+	if time.Since(extended) < 800*time.Millisecond {
+		wantEmpty(t, h.consume("orders", ""), 204)
+	}
+	wantEmpty(t, h.ack("orders", m.ReceiptHandle, "1"), 204)
+	wantEmpty(t, h.ack("orders", m.ReceiptHandle, ""), 204)
+	wantError(t, h.ack("orders", m.ReceiptHandle, ""), 410, textGone)
+	if st := h.stats("orders"); st.Acked() != 1 || st.InFlight() != 0 {
+		t.Fatalf("after ack: %+v", st.Partitions)
+	}
+}
+
+// Point 4: handles carry a random 64-bit nonce: a fresh one per delivery, not guessable
+// from another, and a handle from a previous broker never matches.
+func TestHandleNonce(t *testing.T) {
+	h := startTopic(t, TopicSpec{})
+	h.mustProduce("orders", "partition=0", "m")
+	seen := map[string]bool{}
+	var nonces []uint64
+	var last msg
+	for i := 0; i < 20; i++ {
+		last = one(t, h.consume("orders", ""))
+		if seen[last.ReceiptHandle] {
+			t.Fatalf("handle %q given twice", last.ReceiptHandle)
+		}
+		seen[last.ReceiptHandle] = true
+		parts := strings.Split(last.ReceiptHandle, ":")
+		n, err := strconv.ParseUint(parts[2], 10, 64)
+		if err != nil || parts[0] != "0" || parts[1] != "0" {
+			t.Fatalf("handle %q", last.ReceiptHandle)
+		}
+		nonces = append(nonces, n)
+		if i < 19 {
+			wantEmpty(t, h.ack("orders", last.ReceiptHandle, "0"), 204)
+		}
+	}
+	// Not a counter: neighbours of the live nonce do not match it.
+	for _, d := range []uint64{1, ^uint64(0)} {
+		wantError(t, h.ack("orders", fmt.Sprintf("0:0:%d", nonces[19]+d), ""), 410, textGone)
+	}
+	high := 0
+	for _, n := range nonces {
+		if n > 1<<40 {
+			high++
+		}
+	}
+	if high < 15 {
+		t.Fatalf("nonces do not look random over 64 bits: %v", nonces)
+	}
+	// A restart (a new broker with the same message in the same place) does not honour it.
+	h2 := startTopic(t, TopicSpec{})
+	h2.mustProduce("orders", "partition=0", "m")
+	fresh := one(t, h2.consume("orders", ""))
+	wantError(t, h2.ack("orders", last.ReceiptHandle, ""), 410, textGone)
+	wantEmpty(t, h2.ack("orders", fresh.ReceiptHandle, ""), 204)
+}
