@@ -38,7 +38,7 @@ type Broker struct {
 	auth     *authenticator // nil: auth off
 	faults   faults
 	limiter  consumeLimiter
-	waiters  atomic.Int64 // long polls asleep right now; tests wait on it
+	waiters  atomic.Int64             // long polls asleep right now; tests wait on it
 	requests map[string]*atomic.Int64 // fixed at New, so reads need no lock
 
 	handler http.Handler
