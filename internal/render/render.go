@@ -100,6 +100,9 @@ type affix struct{ pre, post string }
 func affixOf(s lipgloss.Style) affix {
 	out := s.Render("X")
 	i := strings.Index(out, "X")
+	if i < 0 {
+		return affix{} // a style that rewrites its text: better no colour than a wrong line
+	}
 	return affix{pre: out[:i], post: out[i+1:]}
 }
 
@@ -107,15 +110,19 @@ func affixOf(s lipgloss.Style) affix {
 // template, an unknown format, a template given with another format), so the caller
 // can map them all to exit 2.
 func New(o Options) (*Renderer, error) {
-	r := &Renderer{format: o.Format, delim: o.Delimiter, loc: o.Location}
+	r := &Renderer{format: o.Format, loc: o.Location}
 	switch {
 	case o.UTC:
 		r.loc = time.UTC
 	case r.loc == nil:
 		r.loc = time.Local
 	}
-	if r.delim == nil {
+	if o.Delimiter == nil {
 		r.delim = []byte{'\n'}
+	} else {
+		// Copied: the renderer is shared across goroutines and must not see the caller
+		// reuse its slice.
+		r.delim = append([]byte{}, o.Delimiter...)
 	}
 	switch o.Format {
 	case Text:
