@@ -1,8 +1,116 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"strings"
+	"time"
 
-// TEMPORARY placeholder while the command is being written.
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/devbroker"
+)
+
+type devOptions struct {
+	addr           string
+	topics         []string
+	visibility     time.Duration
+	maxConsumeWait time.Duration
+	users          []string
+	faults         []string
+	legacy         bool
+	quiet          bool
+}
+
 func newDevCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "dev", Hidden: true}
+	opts := &devOptions{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local single-node Narad broker in the foreground",
+		Long: "Run a local, in-memory, single-node Narad broker that serves the v3.1 HTTP API.\n" +
+			"Auth is off unless --user is given; a non-loopback --addr needs --user.",
+		Example: "  narad dev --topic orders:5\n" +
+			"  narad dev --user app:s3cret:consume:orders*,produce:orders --user ops:pw:admin\n" +
+			"  narad dev --fault ack=503:0.2 --fault latency=5ms",
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return devRun(f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.addr, "addr", "127.0.0.1:7942", "address to listen on")
+	fl.StringArrayVar(&opts.topics, "topic", nil, "create a topic at start: NAME[:PARTITIONS] (repeatable)")
+	fl.DurationVar(&opts.visibility, "visibility", 30*time.Second, "default visibility timeout (lease) of new topics")
+	fl.DurationVar(&opts.maxConsumeWait, "max-consume-wait", 10*time.Second, "cap on a consume's wait")
+	fl.StringArrayVar(&opts.users, "user", nil, "NAME:PASS:GRANTS, GRANTS a comma list of action:pattern or admin (repeatable; turns auth on)")
+	fl.StringArrayVar(&opts.faults, "fault", nil, "inject faults: ack=503:0.2, consume=503:0.1, extend=410:1, latency=5ms, reset=0.01 (repeatable)")
+	fl.BoolVar(&opts.legacy, "legacy", false, "behave like an older (v3.0) node, to test client fallbacks")
+	fl.BoolVarP(&opts.quiet, "quiet", "q", false, "do not log requests")
+	return cmd
+}
+
+func devRun(f *Factory, opts *devOptions) error {
+	if opts.visibility <= 0 || opts.maxConsumeWait <= 0 {
+		return usageErrorf("--visibility and --max-consume-wait must be positive")
+	}
+	cfg := devbroker.Config{
+		Addr:              opts.addr,
+		DefaultVisibility: opts.visibility,
+		MaxConsumeWait:    opts.maxConsumeWait,
+		Legacy:            opts.legacy,
+	}
+	if !opts.quiet {
+		cfg.Log = f.IO.ErrOut
+	}
+	for _, s := range opts.topics {
+		spec, err := devbroker.ParseTopicFlag(s)
+		if err != nil {
+			return usageErrorf("invalid --topic %q: %v", s, err)
+		}
+		cfg.Topics = append(cfg.Topics, spec)
+	}
+	for _, s := range opts.users {
+		u, err := devbroker.ParseUser(s)
+		if err != nil {
+			// The value holds a password: never echo it back.
+			return usageErrorf("invalid --user: %v (want NAME:PASS:GRANTS)", err)
+		}
+		cfg.Users = append(cfg.Users, u)
+	}
+	for _, s := range opts.faults {
+		r, err := devbroker.ParseFault(s)
+		if err != nil {
+			return usageErrorf("invalid --fault %q: %v", s, err)
+		}
+		cfg.Faults = append(cfg.Faults, r)
+	}
+	// New only validates (a non-loopback address without users is bad input);
+	// Start can still fail at run time, e.g. on a port in use.
+	if _, err := devbroker.New(cfg); err != nil {
+		return usageErrorf("%v", err)
+	}
+	b, err := devbroker.Start(cfg)
+	if err != nil {
+		return exitWith(ExitFailed, fmt.Errorf("dev broker: %v", err))
+	}
+	names := make([]string, 0, len(cfg.Topics))
+	for _, t := range cfg.Topics {
+		names = append(names, t.Name)
+	}
+	auth := "off"
+	if len(cfg.Users) > 0 {
+		auth = fmt.Sprintf("on, %d users", len(cfg.Users))
+	}
+	fmt.Fprintf(f.IO.ErrOut, "narad dev: listening on %s (auth %s; topics: %s); Ctrl-C to stop\n",
+		b.URL(), auth, strings.Join(names, ", "))
+
+	ctx, cancel := f.Context()
+	defer cancel()
+	<-ctx.Done()
+	if err := b.Close(); err != nil {
+		return exitWith(ExitFailed, fmt.Errorf("dev broker: %v", err))
+	}
+	// A server in the foreground stopped by SIGINT/SIGTERM has done its job: exit 0.
+	f.Signals.ClearForCleanStop()
+	fmt.Fprintln(f.IO.ErrOut, "narad dev: stopped")
+	return nil
 }

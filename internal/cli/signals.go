@@ -42,6 +42,14 @@ func (s *Signals) Trigger(sig syscall.Signal) {
 	}
 }
 
+// ClearForCleanStop forgets the signal, for servers whose clean stop on SIGINT/SIGTERM
+// is success (narad dev exits 0).
+func (s *Signals) ClearForCleanStop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.first = 0
+}
+
 // Received is the first signal seen, 0 when none.
 func (s *Signals) Received() syscall.Signal {
 	s.mu.Lock()

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/render"
+)
+
+// messageOutput holds the output flags shared by sub, sub --peek and replay.
+type messageOutput struct {
+	format    string
+	template  string
+	delimiter string
+	utc       bool
+}
+
+func (o *messageOutput) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&o.format, "output", "o", "text", "output format: text, json or raw")
+	fl.StringVar(&o.template, "template", "", "Go template per message, e.g. '{{.Partition}} {{.Key}} {{.Payload}}'")
+	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload ('' for none)")
+	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time")
+}
+
+// renderer builds the renderer the flags ask for; bad flags are usage errors.
+func (o *messageOutput) renderer(f *Factory, cmd *cobra.Command) (*render.Renderer, error) {
+	format, err := render.ParseFormat(o.format)
+	if err != nil {
+		return nil, usageErrorf("invalid --output %q (text, json or raw)", o.format)
+	}
+	if o.template != "" {
+		if cmd.Flags().Changed("output") {
+			return nil, usageErrorf("--template and --output cannot be used together")
+		}
+		format = render.Template
+	}
+	if cmd.Flags().Changed("delimiter") && format != render.Raw {
+		return nil, usageErrorf("--delimiter needs -o raw")
+	}
+	r, err := render.New(render.Options{
+		Format:    format,
+		Template:  o.template,
+		Delimiter: []byte(o.delimiter),
+		UTC:       o.utc,
+		Color:     format == render.Text && f.IO.ColorEnabled(),
+	})
+	if err != nil {
+		return nil, usageErrorf("invalid --template: %v", err)
+	}
+	return r, nil
+}
+
+// isClosedOutput reports a write to a reader that went away (| head): not an error.
+func isClosedOutput(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
+}
+
+// writeAll writes p and reports a closed output distinctly.
+func writeAll(w io.Writer, p []byte) error {
+	if _, err := w.Write(p); err != nil {
+		if isClosedOutput(err) {
+			return err
+		}
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+// Package replay reads a topic's history by position, partition by partition, with
+// no lease and no receipt handle: it backs `narad replay` and `narad sub --peek`,
+// which must never take a message from the real consumers.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// Source is the part of *client.Client a replay needs.
+type Source interface {
+	Topic(ctx context.Context, name string) (*client.Topic, error)
+	Replay(ctx context.Context, topic string, partition int, offset int64) (*client.Message, error)
+}
+
+// Start says where each partition's read begins.
+type Start int
+
+const (
+	// FromOldest starts at each partition's oldest retained offset.
+	FromOldest Start = iota
+	// FromTail starts at each partition's current high watermark: only new messages.
+	FromTail
+	// FromOffset starts at Options.Offset (one partition).
+	FromOffset
+)
+
+// Options configure a read.
+type Options struct {
+	Topic string
+	// Partition restricts the read to one partition; nil reads them all, in turn.
+	Partition *int
+	Start     Start
+	Offset    int64
+	// To stops each partition after this offset (inclusive); negative means the tail.
+	To int64
+	// Count stops after this many messages in all; 0 means no limit.
+	Count int
+	// Follow keeps polling at the tail instead of stopping there.
+	Follow bool
+	// PollInterval is the pause between sweeps that found nothing new (Follow).
+	PollInterval time.Duration
+}
+
+// ErrNoSuchPartition is bad input: the topic has no such partition.
+var ErrNoSuchPartition = errors.New("no such partition")
+
+// ErrStop may be returned by the emit callback to end the read without an error.
+var ErrStop = errors.New("stop")
+
+// Run reads messages and hands each to emit, in offset order within a partition.
+// It returns the number of messages emitted.
+func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) error) (int, error) {
+	t, err := src.Topic(ctx, o.Topic)
+	if err != nil {
+		return 0, err
+	}
+	parts, err := partitions(t, o.Partition)
+	if err != nil {
+		return 0, err
+	}
+	next := make(map[int]int64, len(parts))
+	for _, p := range parts {
+		st := statsOf(t, p)
+		switch o.Start {
+		case FromOldest:
+			next[p] = st.OldestOffset
+		case FromTail:
+			next[p] = st.HighWatermark
+		case FromOffset:
+			next[p] = o.Offset
+		}
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 500 * time.Millisecond
+	}
+	emitted := 0
+	done := func(p int) bool { return o.To >= 0 && next[p] > o.To }
+	for {
+		progressed := false
+		for _, p := range parts {
+			// Without Follow each partition is read to its tail before the next one;
+			// with Follow one message per partition per sweep keeps them all live.
+			for !done(p) {
+				if o.Count > 0 && emitted >= o.Count {
+					return emitted, nil
+				}
+				m, err := src.Replay(ctx, o.Topic, p, next[p])
+				if client.IsGone(err) {
+					// Retention dropped it: skip to what the partition still holds.
+					t, err = src.Topic(ctx, o.Topic)
+					if err != nil {
+						return emitted, err
+					}
+					oldest := statsOf(t, p).OldestOffset
+					if oldest <= next[p] {
+						return emitted, fmt.Errorf("replay partition %d offset %d: gone and no newer offset retained", p, next[p])
+					}
+					next[p] = oldest
+					continue
+				}
+				if err != nil {
+					return emitted, err
+				}
+				if m == nil {
+					break // at the tail
+				}
+				next[p] = m.Offset + 1
+				progressed = true
+				emitted++
+				if err := emit(m); err != nil {
+					if errors.Is(err, ErrStop) {
+						return emitted, nil
+					}
+					return emitted, err
+				}
+				if o.Follow {
+					break
+				}
+			}
+		}
+		if o.Count > 0 && emitted >= o.Count {
+			return emitted, nil
+		}
+		if !o.Follow {
+			return emitted, nil
+		}
+		allDone := true
+		for _, p := range parts {
+			if !done(p) {
+				allDone = false
+			}
+		}
+		if allDone {
+			return emitted, nil
+		}
+		if !progressed {
+			select {
+			case <-ctx.Done():
+				return emitted, ctx.Err()
+			case <-time.After(o.PollInterval):
+			}
+		}
+	}
+}
+
+func partitions(t *client.Topic, only *int) ([]int, error) {
+	n := t.Partitions
+	if n == 0 {
+		n = len(t.PartitionStats)
+	}
+	if only != nil {
+		if *only < 0 || *only >= n {
+			return nil, fmt.Errorf("%w: topic %s has partitions 0..%d, not %d", ErrNoSuchPartition, t.Name, n-1, *only)
+		}
+		return []int{*only}, nil
+	}
+	ps := make([]int, n)
+	for i := range ps {
+		ps[i] = i
+	}
+	return ps, nil
+}
+
+func statsOf(t *client.Topic, p int) client.PartitionStats {
+	for _, st := range t.PartitionStats {
+		if st.Index == p {
+			return st
+		}
+	}
+	return client.PartitionStats{Index: p}
+}
