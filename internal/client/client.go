@@ -146,6 +146,12 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// CloseIdleConnections closes the kept-alive connections that carry no request. A
+// program that is done with the node calls it so the node is not left holding
+// connections: a server's graceful shutdown waits for a connection it accepted but
+// never read a request from, which the transport may have dialled in a burst.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
+
 // BaseURL is the node's URL as requests use it: no trailing slash, no credentials.
 func (c *Client) BaseURL() string { return c.base }
 

@@ -11,7 +11,8 @@ import (
 	"unicode/utf8"
 )
 
-// Consume takes messages from topic: one (Max == 0) or a batch of up to Max. A 204
+// Consume takes messages from topic: one (Max == 0) or a batch of up to Max (at most
+// 100, the API's limit; a larger Max asks for 100). A 204
 // (nothing arrived within Wait) is an empty result, not an error. 429, 502, 503 and
 // 421 are retried with backoff for as long as ctx allows; a connection error is
 // retried a few times; anything else comes back as *Error.
@@ -29,7 +30,9 @@ func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*
 	r := &request{op: "consume", method: http.MethodGet, path: topicPath(topic, "/consume"), query: q,
 		timeout: o.Wait + consumeSlack}
 	if o.Max > 0 {
-		q.Set("max", strconv.Itoa(o.Max))
+		// Fewer than max is a normal answer, so asking for more than the API's 100 is
+		// asking for 100, not a 400.
+		q.Set("max", strconv.Itoa(min(o.Max, maxBatchHandles)))
 		// Without it a batch is a 400: the header forces a CORS preflight, so a web
 		// page cannot reserve messages with an operator's cached credentials.
 		r.header = http.Header{"X-Narad-Client": {c.name}}

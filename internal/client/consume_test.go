@@ -100,12 +100,12 @@ func TestConsumeNothingAndClamped(t *testing.T) {
 		w.WriteHeader(204)
 	})
 	c, _ := newClient(t, n.URL)
-	res, err := c.Consume(ctxT(t), "orders", ConsumeOptions{Wait: time.Minute, Max: 5})
+	res, err := c.Consume(ctxT(t), "orders", ConsumeOptions{Wait: time.Minute, Max: 500})
 	if err != nil || len(res.Messages) != 0 || res.Clamped != "10s" {
 		t.Errorf("204: %+v, %v", res, err)
 	}
-	if got := n.requests()[0].Query.Get("wait"); got != "1m0s" {
-		t.Errorf("wait=%q", got)
+	if q := n.requests()[0].Query; q.Get("wait") != "1m0s" || q.Get("max") != "100" {
+		t.Errorf("query %v", q)
 	}
 }
 

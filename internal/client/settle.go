@@ -13,7 +13,7 @@ import (
 
 const (
 	// The API's limits on a batch ack.
-	maxBatchHandles = 100
+	maxBatchHandles = 100 // also the largest max of a batch consume
 	maxBatchBody    = 64 << 10
 	// settleParallel bounds the requests one Settle has in flight: enough to settle
 	// thousands of handles one by one on an older node without opening a connection
