@@ -153,7 +153,7 @@ func cmdBroker(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			ts.Fatalf("%v", err)
 		}
-		got = fmt.Sprintf("available=%d inflight=%d acked=%d", st.Available, st.InFlight, st.Acked)
+		got = fmt.Sprintf("available=%d inflight=%d acked=%d", st.Available(), st.InFlight(), st.Acked())
 	default:
 		ts.Fatalf("unknown broker subcommand %q", args[0])
 	}
