@@ -153,7 +153,9 @@ func decodeConsume(body []byte) (msgs []Message, batch bool, err error) {
 //     "payload_encoding" set to "base64" right after it (what v3.1 sends for bytes);
 //   - any other string becomes a JSON string of its text (invalid UTF-8 replaced).
 //
-// Everything else is copied byte for byte, so a JSON payload stays verbatim.
+// Everything else is copied byte for byte, so a JSON payload stays verbatim. It
+// reports whether it repaired anything: false when there was nothing to repair or
+// a string literal is broken beyond Go escapes.
 func repairGoEscapes(in []byte) ([]byte, bool) {
 	out := make([]byte, 0, len(in)+64)
 	changed := false
