@@ -73,7 +73,8 @@ type Options struct {
 	// what is held, let running work finish. The hard stop is Run's ctx.
 	Stop <-chan struct{}
 	// SettleTimeout bounds each settlement request, which runs on a context that
-	// survives the stops; 0 means 30s.
+	// survives the stops; 0 means 2m, the client's own retry budget, because a
+	// dropped ack becomes a redelivery.
 	SettleTimeout time.Duration
 	// IdlePause is how long to wait before asking again after an empty answer to a
 	// request that did not long-poll (Wait 0 without Drain), so that polling does not
@@ -177,7 +178,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("consumer: count, wait and timeout must not be negative")
 	}
 	if o.SettleTimeout <= 0 {
-		o.SettleTimeout = 30 * time.Second
+		o.SettleTimeout = 2 * time.Minute
 	}
 	if o.IdlePause <= 0 {
 		o.IdlePause = 100 * time.Millisecond

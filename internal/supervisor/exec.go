@@ -1,0 +1,235 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// outputDrain bounds how long a command's output is read after its process group is
+// gone; only a process that escaped the group (setsid) could hold a pipe open longer.
+const outputDrain = time.Second
+
+// child is one started command.
+type child struct {
+	cmd  *exec.Cmd
+	pgid int
+	done chan struct{} // closed once it exited, its group is gone and its output is read
+}
+
+// start runs the command for m with stdin as its standard input, in a process group
+// of its own so that stopping it reaches whatever it started.
+func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
+	// Our own pipes rather than exec's copying goroutines: Wait then returns when the
+	// process exits, not when every process holding its output has exited too.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd := exec.Command(s.o.Command[0], s.o.Command[1:]...)
+	cmd.Env = s.envFor(m)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	// The child has its own copies; ours would keep the pipes open forever.
+	closeAll(inR, outW, errW)
+	if err != nil {
+		closeAll(inW, outR, errR)
+		return nil, err
+	}
+	c := &child{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{})}
+
+	prefix := ""
+	if s.o.Prefix {
+		prefix = fmt.Sprintf("[p%d @%d] ", m.Partition, m.Offset)
+	}
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go func() { defer pumps.Done(); s.out.pump(outR, s.out.stdout, prefix) }()
+	go func() { defer pumps.Done(); s.out.pump(errR, s.out.stderr, prefix) }()
+	go func() {
+		// A command that does not read its input gets EPIPE here, which is its right.
+		_, _ = inW.Write(stdin)
+		_ = inW.Close()
+	}()
+	go func() {
+		_ = cmd.Wait()
+		// Whatever the command left running in its group would go on without a lease.
+		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+		_ = inW.Close()
+		t := time.AfterFunc(outputDrain, func() { closeAll(outR, errR) })
+		pumps.Wait()
+		t.Stop()
+		closeAll(outR, errR)
+		close(c.done)
+	}()
+	return c, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// exitCode is the command's exit status, -1 when a signal ended it.
+func (c *child) exitCode() int { return c.cmd.ProcessState.ExitCode() }
+
+// terminate asks the process group to stop (SIGTERM) and kills it after grace, or at
+// once when ctx ends (the hard stop); it returns once the command is gone.
+func (c *child) terminate(ctx context.Context, grace time.Duration) {
+	c.signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	c.kill()
+}
+
+// kill ends the process group at once and waits for it.
+func (c *child) kill() {
+	c.signal(syscall.SIGKILL)
+	<-c.done
+}
+
+func (c *child) signal(sig syscall.Signal) {
+	// Once done, the group is gone and its id may be anyone's.
+	if !isClosed(c.done) {
+		_ = syscall.Kill(-c.pgid, sig)
+	}
+}
+
+// The variables the supervisor sets; inherited values of them are dropped so that a
+// key-less message does not pass on someone else's NARAD_KEY.
+var naradVars = []string{
+	"NARAD_TOPIC", "NARAD_PARTITION", "NARAD_OFFSET", "NARAD_KEY", "NARAD_KEY_BASE64",
+	"NARAD_TIMESTAMP", "NARAD_RECEIPT_HANDLE", "NARAD_ADDR",
+}
+
+func baseEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+next:
+	for _, kv := range env {
+		for _, name := range naradVars {
+			if strings.HasPrefix(kv, name+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// envFor is the command's environment for m.
+func (s *Supervisor) envFor(m *client.Message) []string {
+	env := make([]string, len(s.env), len(s.env)+len(naradVars))
+	copy(env, s.env)
+	topic := m.Topic
+	if topic == "" {
+		topic = s.o.Topic
+	}
+	env = append(env,
+		"NARAD_TOPIC="+topic,
+		"NARAD_PARTITION="+strconv.Itoa(m.Partition),
+		"NARAD_OFFSET="+strconv.FormatInt(m.Offset, 10),
+		"NARAD_TIMESTAMP="+strconv.FormatInt(m.Timestamp, 10),
+		"NARAD_RECEIPT_HANDLE="+m.ReceiptHandle,
+	)
+	if s.o.Addr != "" {
+		env = append(env, "NARAD_ADDR="+s.o.Addr)
+	}
+	if name, value, ok := keyVar(m); ok {
+		env = append(env, name+"="+value)
+	}
+	return env
+}
+
+// keyVar is NARAD_KEY for a key that is text, NARAD_KEY_BASE64 for one that is not
+// (an environment variable cannot hold a NUL, and a script should not have to guess
+// an encoding).
+func keyVar(m *client.Message) (name, value string, ok bool) {
+	if m.Key == nil {
+		return "", "", false
+	}
+	key, _, err := m.KeyBytes()
+	if err != nil {
+		// Not valid base64 after all: pass on what the node sent.
+		return "NARAD_KEY_BASE64", *m.Key, true
+	}
+	if m.KeyEncoding != "base64" && utf8.Valid(key) && !strings.ContainsRune(string(key), 0) {
+		return "NARAD_KEY", string(key), true
+	}
+	return "NARAD_KEY_BASE64", base64.StdEncoding.EncodeToString(key), true
+}
+
+// output passes the commands' output on, a whole line per write under one lock, so
+// that lines of concurrent commands never mix.
+type output struct {
+	mu             sync.Mutex
+	stdout, stderr io.Writer
+}
+
+// maxLine is the longest line held back whole; a longer one goes out in pieces.
+const maxLine = 64 << 10
+
+func (o *output) pump(r io.Reader, w io.Writer, prefix string) {
+	br := bufio.NewReaderSize(r, maxLine)
+	var buf []byte
+	midLine := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			buf = buf[:0]
+			if !midLine {
+				buf = append(buf, prefix...)
+			}
+			buf = append(buf, chunk...)
+			if err != nil && err != bufio.ErrBufferFull && prefix != "" {
+				// A last line without its newline: end it, or the next command's
+				// prefixed line would start in the middle of it.
+				buf = append(buf, '\n')
+			}
+			midLine = err == bufio.ErrBufferFull
+			o.mu.Lock()
+			// A closed stdout must not stop a command; its output is simply lost.
+			_, _ = w.Write(buf)
+			o.mu.Unlock()
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+// notice is a line of narad's own about a message, on stderr.
+func (o *output) notice(m *client.Message, text string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintf(o.stderr, "narad: p%d @%d: %s\n", m.Partition, m.Offset, text)
+}

@@ -1,0 +1,657 @@
+package supervisor_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/consumer/consumertest"
+	"github.com/narad/narad/internal/supervisor"
+)
+
+// msg is a message whose payload is the text given (sent as a JSON string), so a
+// "script" helper reads it as steps.
+func msg(handle, text string) client.Message {
+	p, _ := json.Marshal(text)
+	return client.Message{Topic: "t", Partition: 4, Offset: 7, Payload: p, Timestamp: 1790623277, ReceiptHandle: handle}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the supervisor's concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// opts are Options for the helper with short, test-sized durations.
+func opts(steps ...string) supervisor.Options {
+	return supervisor.Options{
+		Command:   helperCommand(steps...),
+		Env:       helperEnviron(),
+		Lease:     time.Second,
+		KillGrace: time.Second,
+	}
+}
+
+type runResult struct {
+	consumer.Result
+	err     error
+	elapsed time.Duration
+}
+
+func runSup(t *testing.T, ctx context.Context, src consumer.Source, o supervisor.Options, co consumer.Options) runResult {
+	t.Helper()
+	s, err := supervisor.New(o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if co.Topic == "" {
+		co.Topic = "t"
+	}
+	start := time.Now()
+	res, err := consumer.Run(ctx, src, s, co)
+	return runResult{res, err, time.Since(start)}
+}
+
+// event is a line of the helpers' log.
+type event struct {
+	what   string
+	at     time.Time
+	handle string
+	pid    int
+}
+
+func readLog(t *testing.T, file string) []event {
+	t.Helper()
+	f, err := os.Open(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var evs []event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e event
+		var ns int64
+		if _, err := fmt.Sscanf(sc.Text(), "%s %d %s %d", &e.what, &ns, &e.handle, &e.pid); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		e.at = time.Unix(0, ns)
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+func eventsOf(evs []event, what string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.what == what {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+func TestPayloadOnStdinAndEnvironment(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := consumertest.New()
+	key := "customer-42"
+	binKey := "AP8=" // 0x00 0xff: not text
+	stale := "stale"
+	src.Push(
+		client.Message{Topic: "orders", Partition: 4, Offset: 0, Key: &key,
+			Payload: []byte(`{"order_id": "ord_123", "amount": 4999}`), Timestamp: 1790623277, ReceiptHandle: "h-json"},
+		client.Message{Topic: "orders", Partition: 1, Offset: 9, Key: &binKey, KeyEncoding: "base64",
+			Payload: []byte(`"iVBORw0KGgo="`), PayloadEncoding: "base64", Timestamp: 1790623278, ReceiptHandle: "h-bin"},
+		client.Message{Topic: "orders", Partition: 2, Offset: 3,
+			Payload: []byte(`"hello world"`), Timestamp: 1790623279, ReceiptHandle: "h-text"},
+	)
+	o := opts("env", filepath.Join(dir, "out"))
+	o.Addr = "http://127.0.0.1:7942"
+	// Inherited values of the variables must not leak through.
+	o.Env = append(helperEnviron(), "NARAD_KEY="+stale, "NARAD_TOPIC=wrong")
+	o.Concurrency = 1
+	o.Stdout, o.Stderr = &lockedBuffer{}, &lockedBuffer{}
+
+	got := map[string]helperRecord{}
+	// One at a time, so each run's file can be read before the next overwrites it.
+	for range 3 {
+		r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+		if r.err != nil || r.Stats.Acked != 1 {
+			t.Fatalf("run: %v %+v", r.err, r.Stats)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v helperRecord
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		got[v.Env["NARAD_RECEIPT_HANDLE"]] = v
+	}
+	check := func(handle, stdin string, env map[string]string) {
+		t.Helper()
+		v, ok := got[handle]
+		if !ok {
+			t.Fatalf("no run for %s", handle)
+		}
+		if string(v.Stdin) != stdin {
+			t.Errorf("%s: stdin %q, want %q", handle, v.Stdin, stdin)
+		}
+		if !maps.Equal(v.Env, env) {
+			t.Errorf("%s: env %v, want %v", handle, v.Env, env)
+		}
+	}
+	common := func(part, off, ts, handle string) map[string]string {
+		return map[string]string{"NARAD_TOPIC": "orders", "NARAD_PARTITION": part, "NARAD_OFFSET": off,
+			"NARAD_TIMESTAMP": ts, "NARAD_RECEIPT_HANDLE": handle, "NARAD_ADDR": "http://127.0.0.1:7942"}
+	}
+	e := common("4", "0", "1790623277", "h-json")
+	e["NARAD_KEY"] = "customer-42"
+	check("h-json", `{"order_id": "ord_123", "amount": 4999}`, e)
+	e = common("1", "9", "1790623278", "h-bin")
+	e["NARAD_KEY_BASE64"] = "AP8="
+	check("h-bin", "\x89PNG\r\n\x1a\n", e)
+	// No key: no NARAD_KEY, not even the one inherited.
+	check("h-text", "hello world", common("2", "3", "1790623279", "h-text"))
+}
+
+func TestExitCodeDecidesSettlement(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		ackCodes []int
+		acked    []string
+		nacked   []string
+		outcome  consumer.Outcome
+	}{
+		{"default", nil, []string{"exit0"}, []string{"exit1", "exit3"}, consumer.OutcomeFailed},
+		{"ack 3 too", []int{0, 3}, []string{"exit0", "exit3"}, []string{"exit1"}, consumer.OutcomeFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := consumertest.New()
+			src.Push(msg("exit0", "exit 0"), msg("exit1", "exit 1"), msg("exit3", "exit 3"))
+			o := opts("script")
+			o.AckExitCodes = tc.ackCodes
+			o.Concurrency = 3
+			r := runSup(t, context.Background(), src, o, consumer.Options{Count: 3})
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if got := sorted(src.Handles(client.Ack)); !slices.Equal(got, tc.acked) {
+				t.Errorf("acked %v, want %v", got, tc.acked)
+			}
+			if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, tc.nacked) {
+				t.Errorf("nacked %v, want %v", got, tc.nacked)
+			}
+			if r.Declined != int64(len(tc.nacked)) || r.Outcome() != tc.outcome {
+				t.Errorf("declined %d outcome %v", r.Declined, r.Outcome())
+			}
+		})
+	}
+}
+
+func TestAllSucceededIsOK(t *testing.T) {
+	t.Parallel()
+	src := consumertest.New()
+	src.Push(msg("a", "exit 0"), msg("b", "exit 0"))
+	r := runSup(t, context.Background(), src, opts("script"), consumer.Options{Count: 2})
+	if r.Stats.Acked != 2 || r.Outcome() != consumer.OutcomeOK || r.Reason != consumer.StopCount {
+		t.Errorf("result %+v outcome %v", r.Result, r.Outcome())
+	}
+}
+
+func TestCommandThatCannotStart(t *testing.T) {
+	t.Parallel()
+	src := consumertest.New()
+	src.Push(msg("a", "x"))
+	o := opts()
+	o.Command = []string{filepath.Join(t.TempDir(), "no-such-program")}
+	stderr := &lockedBuffer{}
+	o.Stderr = stderr
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	if r.Stats.Failed != 1 || r.Stats.Nacked != 1 || r.Outcome() != consumer.OutcomeFailed {
+		t.Errorf("stats %+v outcome %v, want failed 1, nacked 1", r.Stats, r.Outcome())
+	}
+	if !strings.Contains(stderr.String(), "cannot start") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+}
+
+func TestLeaseIsExtendedWhileTheCommandRuns(t *testing.T) {
+	t.Parallel()
+	src := consumertest.New()
+	src.Push(msg("slow", "sleep 1500ms"))
+	o := opts("script")
+	o.Lease = 600 * time.Millisecond
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	var extends []time.Time
+	var ackAt time.Time
+	for _, s := range src.Settles() {
+		switch s.Action {
+		case client.Extend:
+			extends = append(extends, s.At)
+		case client.Ack:
+			ackAt = s.At
+		}
+	}
+	// Every 200ms for 1.5s: about 7; any lease-length gap would let it lapse.
+	if len(extends) < 4 {
+		t.Errorf("%d extends in a 1.5s run under a 600ms lease", len(extends))
+	}
+	for _, e := range extends {
+		if !ackAt.IsZero() && e.After(ackAt) {
+			t.Error("an extend after the ack")
+		}
+	}
+	if r.Stats.Acked != 1 || r.Stats.LeaseLost != 0 {
+		t.Errorf("stats %+v", r.Stats)
+	}
+}
+
+func TestLeaseLostStopsTheCommandAndSettlesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	src.Push(msg("lost", "sleep 10s"))
+	src.Status = func(a client.Action, h string) int {
+		if a == client.Extend {
+			return 410
+		}
+		return 204
+	}
+	o := opts("log", log, "script")
+	o.Lease = 300 * time.Millisecond // first extend at 100ms
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	if r.elapsed > 5*time.Second {
+		t.Errorf("run took %v: the command was not stopped", r.elapsed)
+	}
+	evs := readLog(t, log)
+	if len(eventsOf(evs, "term")) != 1 || len(eventsOf(evs, "end")) != 0 {
+		t.Errorf("log %v, want the command stopped by SIGTERM", evs)
+	}
+	if terms := eventsOf(evs, "term"); len(terms) == 1 {
+		if d := terms[0].at.Sub(eventsOf(evs, "start")[0].at); d > 2*time.Second {
+			t.Errorf("stopped %v after start, want within a second of the 410", d)
+		}
+	}
+	if got := append(src.Handles(client.Ack), src.Handles(client.Nack)...); len(got) != 0 {
+		t.Errorf("settled %v after a lost lease", got)
+	}
+	if r.Stats.LeaseLost != 1 || r.Outcome() != consumer.OutcomeLeaseGone {
+		t.Errorf("stats %+v outcome %v, want lease_lost 1 and exit 4", r.Stats, r.Outcome())
+	}
+}
+
+func TestMaxProcessingTime(t *testing.T) {
+	t.Parallel()
+	src := consumertest.New()
+	src.Push(msg("long", "sleep 10s"))
+	o := opts("script")
+	o.MaxProcessingTime = time.Second
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	if r.elapsed > 6*time.Second {
+		t.Errorf("run took %v", r.elapsed)
+	}
+	if got := src.Handles(client.Nack); !slices.Equal(got, []string{"long"}) {
+		t.Errorf("nacked %v", got)
+	}
+	if r.Stats.TimedOut != 1 || r.Stats.Nacked != 1 || r.Outcome() != consumer.OutcomeFailed {
+		t.Errorf("stats %+v outcome %v, want timed_out 1", r.Stats, r.Outcome())
+	}
+}
+
+func TestRetryDelayHoldsTheLease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	src.Push(msg("fail", "exit 1"))
+	o := opts("log", log, "script")
+	o.Lease = 600 * time.Millisecond
+	o.RetryDelay = 1200 * time.Millisecond
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	ends := eventsOf(readLog(t, log), "end")
+	nacks := src.Settles()
+	var nackAt time.Time
+	extends := 0
+	for _, s := range nacks {
+		if s.Action == client.Nack {
+			nackAt = s.At
+		}
+		if s.Action == client.Extend && len(ends) == 1 && s.At.After(ends[0].at) {
+			extends++
+		}
+	}
+	if len(ends) != 1 || nackAt.IsZero() {
+		t.Fatalf("ends %v nack %v", ends, nackAt)
+	}
+	if d := nackAt.Sub(ends[0].at); d < o.RetryDelay {
+		t.Errorf("nacked %v after the exit, want at least the %v retry delay", d, o.RetryDelay)
+	}
+	if extends < 3 {
+		t.Errorf("%d extends during the retry delay, want the lease kept", extends)
+	}
+	if r.Stats.Nacked != 1 || r.Declined != 1 {
+		t.Errorf("result %+v", r.Result)
+	}
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	for i := range 8 {
+		src.Push(msg(fmt.Sprintf("m%d", i), "sleep 1s"))
+	}
+	o := opts("log", log, "script")
+	o.Concurrency = 4
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 8, Wait: time.Second})
+	if r.Stats.Acked != 8 {
+		t.Fatalf("stats %+v", r.Stats)
+	}
+	evs := readLog(t, log)
+	if len(eventsOf(evs, "start")) != 8 || len(eventsOf(evs, "end")) != 8 {
+		t.Fatalf("log %v", evs)
+	}
+	running, most := 0, 0
+	slices.SortFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
+	for _, e := range evs {
+		if e.what == "start" {
+			running++
+		} else {
+			running--
+		}
+		most = max(most, running)
+	}
+	if most > 4 {
+		t.Errorf("%d commands at once, want at most 4", most)
+	}
+	if r.elapsed < 1900*time.Millisecond || r.elapsed > 5*time.Second {
+		t.Errorf("8 one-second commands, 4 at a time, took %v; want about 2s", r.elapsed)
+	}
+	for _, c := range src.Consumes() {
+		if c.Opts.Max > 4 || c.Opts.Max < 1 {
+			t.Errorf("a consume asked for %d with 4 slots", c.Opts.Max)
+		}
+	}
+}
+
+func TestSoftStopGivesBackWhatHasNotStartedAndLetsRunningFinish(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	// Two slots, but the node hands out four: two run, two wait for a slot.
+	src.Over = 2
+	for i := range 4 {
+		src.Push(msg(fmt.Sprintf("m%d", i), "sleep 1s"))
+	}
+	o := opts("log", log, "script")
+	o.Concurrency = 2
+	stop := make(chan struct{})
+	done := make(chan runResult)
+	go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	waitFor(t, "two commands to start", func() bool { return len(eventsOf(readLog(t, log), "start")) == 2 })
+	close(stop)
+	r := <-done
+	evs := readLog(t, log)
+	var started []string
+	for _, e := range eventsOf(evs, "start") {
+		started = append(started, e.handle)
+	}
+	if len(started) != 2 || len(eventsOf(evs, "end")) != 2 {
+		t.Fatalf("log %v, want the two running to finish and no other to start", evs)
+	}
+	var held []string
+	for i := range 4 {
+		if h := fmt.Sprintf("m%d", i); !slices.Contains(started, h) {
+			held = append(held, h)
+		}
+	}
+	if got := sorted(src.Handles(client.Ack)); !slices.Equal(got, sorted(started)) {
+		t.Errorf("acked %v, want the running ones %v", got, started)
+	}
+	if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, held) {
+		t.Errorf("nacked %v, want the held ones %v", got, held)
+	}
+	firstEnd := eventsOf(evs, "end")[0].at
+	for _, s := range src.Settles() {
+		if s.Action == client.Nack && !s.At.Before(firstEnd) {
+			t.Errorf("held messages nacked at %v, after the running ones ended (%v): not at once", s.At, firstEnd)
+		}
+	}
+	if r.Reason != consumer.StopInterrupted || r.Outcome() != consumer.OutcomeInterrupted {
+		t.Errorf("reason %v", r.Reason)
+	}
+}
+
+func TestSoftStopEndsARetryDelayAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	src.Push(msg("run1", "sleep 1s"), msg("run2", "sleep 1s"), msg("fail1", "exit 1"), msg("fail2", "exit 1"))
+	o := opts("log", log, "script")
+	o.Concurrency = 4
+	o.RetryDelay = 30 * time.Second
+	stop := make(chan struct{})
+	done := make(chan runResult)
+	go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	waitFor(t, "the failures to exit", func() bool { return len(eventsOf(readLog(t, log), "end")) == 2 })
+	close(stop)
+	r := <-done
+	if r.elapsed > 10*time.Second {
+		t.Errorf("took %v: the retry delay held up the stop", r.elapsed)
+	}
+	if got := sorted(src.Handles(client.Ack)); !slices.Equal(got, []string{"run1", "run2"}) {
+		t.Errorf("acked %v", got)
+	}
+	if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, []string{"fail1", "fail2"}) {
+		t.Errorf("nacked %v", got)
+	}
+	ends := eventsOf(readLog(t, log), "end")
+	if len(ends) != 4 {
+		t.Fatalf("log %v", ends)
+	}
+	lastEnd := ends[3].at
+	for _, s := range src.Settles() {
+		if s.Action == client.Nack && s.At.After(lastEnd) {
+			t.Errorf("held messages nacked after the running ones ended, not at once")
+		}
+	}
+}
+
+func TestShutdownGraceRunsOut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	src.Push(msg("long", "sleep 10s"))
+	o := opts("log", log, "script")
+	o.ShutdownGrace = 300 * time.Millisecond
+	stop := make(chan struct{})
+	done := make(chan runResult)
+	go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	waitFor(t, "the command to start", func() bool { return len(readLog(t, log)) == 1 })
+	close(stop)
+	r := <-done
+	if r.elapsed > 5*time.Second {
+		t.Errorf("took %v", r.elapsed)
+	}
+	if len(eventsOf(readLog(t, log), "term")) != 1 {
+		t.Errorf("log %v, want SIGTERM at the end of the grace", readLog(t, log))
+	}
+	if got := src.Handles(client.Nack); !slices.Equal(got, []string{"long"}) {
+		t.Errorf("nacked %v", got)
+	}
+	if r.Reason != consumer.StopInterrupted {
+		t.Errorf("reason %v", r.Reason)
+	}
+}
+
+func TestHardStopKillsAndNacksAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	src.Push(msg("a", "sleep 10s"), msg("b", "sleep 10s"))
+	o := opts("log", log, "script")
+	o.Concurrency = 2
+	o.KillGrace = 10 * time.Second // the hard stop must not wait for it
+	stop := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan runResult)
+	go func() { done <- runSup(t, ctx, src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	waitFor(t, "both commands to start", func() bool { return len(readLog(t, log)) == 2 })
+	close(stop) // first signal: grace (30s by default)
+	time.Sleep(100 * time.Millisecond)
+	cancel() // second signal
+	start := time.Now()
+	r := <-done
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("hard stop took %v", d)
+	}
+	if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("nacked %v", got)
+	}
+	for _, s := range src.Settles() {
+		if s.CtxErr != nil {
+			t.Errorf("a settlement on a cancelled context: %v", s.CtxErr)
+		}
+	}
+	for _, e := range readLog(t, log) {
+		if e.what == "end" {
+			t.Errorf("%s ran to its end", e.handle)
+		}
+		if !processGone(e.pid) {
+			t.Errorf("pid %d outlived the run", e.pid)
+		}
+	}
+	if r.Reason != consumer.StopInterrupted {
+		t.Errorf("reason %v", r.Reason)
+	}
+}
+
+func TestNoGrandchildOutlivesItsCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	src := consumertest.New()
+	src.Push(msg("a", "x"))
+	r := runSup(t, context.Background(), src, opts("spawn", pidFile), consumer.Options{Count: 1})
+	if r.elapsed > 10*time.Second {
+		t.Errorf("took %v", r.elapsed)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	waitFor(t, "the grandchild to be gone", func() bool { return processGone(pid) })
+	if r.Stats.Acked != 1 {
+		t.Errorf("stats %+v", r.Stats)
+	}
+}
+
+func TestPrefixedOutputKeepsLinesWhole(t *testing.T) {
+	t.Parallel()
+	src := consumertest.New()
+	for i := range 4 {
+		m := msg(fmt.Sprintf("m%d", i), "")
+		m.Partition, m.Offset = i, int64(10+i)
+		src.Push(m)
+	}
+	o := opts("lines", "50", "some-output-line", "errline", "oops", "partial", "tail")
+	o.Concurrency = 4
+	o.Prefix = true
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	o.Stdout, o.Stderr = stdout, stderr
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 4})
+	if r.Stats.Acked != 4 {
+		t.Fatalf("stats %+v", r.Stats)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
+		counts[line]++
+	}
+	for i := range 4 {
+		p := fmt.Sprintf("[p%d @%d] ", i, 10+i)
+		if counts[p+"some-output-line"] != 50 || counts[p+"tail"] != 1 {
+			t.Errorf("%s: %d whole lines and %d tails, want 50 and 1", p, counts[p+"some-output-line"], counts[p+"tail"])
+		}
+		if !strings.Contains(stderr.String(), p+"oops\n") {
+			t.Errorf("stderr %q lacks %q", stderr.String(), p+"oops")
+		}
+	}
+	if len(counts) != 8 {
+		t.Errorf("stdout has %d distinct lines, want 8: lines were mixed", len(counts))
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for _, o := range []supervisor.Options{
+		{Lease: time.Second},
+		{Command: []string{"true"}},
+		{Command: []string{"true"}, Lease: time.Second, Concurrency: -1},
+	} {
+		if _, err := supervisor.New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
