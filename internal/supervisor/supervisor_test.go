@@ -446,7 +446,9 @@ func TestSoftStopGivesBackWhatHasNotStartedAndLetsRunningFinish(t *testing.T) {
 	o.Concurrency = 2
 	stop := make(chan struct{})
 	done := make(chan runResult)
-	go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	go func() {
+		done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second})
+	}()
 	waitFor(t, "two commands to start", func() bool { return len(eventsOf(readLog(t, log), "start")) == 2 })
 	close(stop)
 	r := <-done
@@ -492,7 +494,9 @@ func TestSoftStopEndsARetryDelayAtOnce(t *testing.T) {
 	o.RetryDelay = 30 * time.Second
 	stop := make(chan struct{})
 	done := make(chan runResult)
-	go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	go func() {
+		done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second})
+	}()
 	waitFor(t, "the failures to exit", func() bool { return len(eventsOf(readLog(t, log), "end")) == 2 })
 	close(stop)
 	r := <-done
@@ -527,7 +531,9 @@ func TestShutdownGraceRunsOut(t *testing.T) {
 	o.ShutdownGrace = 300 * time.Millisecond
 	stop := make(chan struct{})
 	done := make(chan runResult)
-	go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	go func() {
+		done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second})
+	}()
 	waitFor(t, "the command to start", func() bool { return len(readLog(t, log)) == 1 })
 	close(stop)
 	r := <-done
