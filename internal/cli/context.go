@@ -1,8 +1,381 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
 
-// TEMPORARY placeholder while the command is being written.
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/config"
+	"github.com/narad/narad/internal/render"
+)
+
 func newContextCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "context", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "context",
+		Short: "Save and switch between connections to Narad nodes",
+		Long: "A context is a saved connection: a server, and optionally credentials and TLS settings.\n" +
+			"The current context is used when --server is not given. A context's credentials are\n" +
+			"sent only to its own server: with --server naming another, they are left out.\n" +
+			"Contexts live in the config file (--config), written with mode 0600.",
+		Args: exactArgs(0, "a subcommand: add, use, ls, show or rm"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("narad context needs a subcommand: add, use, ls, show or rm (see narad context --help)")
+		},
+	}
+	cmd.AddCommand(
+		contextAddCmd(f, contextAddRun),
+		contextUseCmd(f, contextUseRun),
+		contextLsCmd(f, contextLsRun),
+		contextShowCmd(f, contextShowRun),
+		contextRmCmd(f, contextRmRun),
+	)
+	return cmd
+}
+
+// loadConfig is the config file, its errors as exit 1 with the path in them.
+func loadConfig(f *Factory) (*config.File, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, exitWith(ExitFailed, err)
+	}
+	return cfg, nil
+}
+
+func saveConfig(cfg *config.File) error {
+	if err := cfg.Save(); err != nil {
+		return exitWith(ExitFailed, fmt.Errorf("%v (config file %s)", err, cfg.Path()))
+	}
+	return nil
+}
+
+func noSuchContext(cfg *config.File, name string) error {
+	if len(cfg.Contexts) == 0 {
+		return usageErrorf("no context named %q (there are none; add one with narad context add)", name)
+	}
+	return usageErrorf("no context named %q (see narad context ls)", name)
+}
+
+// --- context add ---
+
+type contextAddOptions struct {
+	Name    string
+	Context config.Context
+	Force   bool
+}
+
+func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *cobra.Command {
+	opts := &contextAddOptions{}
+	cmd := &cobra.Command{
+		Use:   "add NAME --server URL [--user U --password P] [--ca-cert F] [--insecure]",
+		Short: "Save a context",
+		Long: "Save a connection under NAME, from the flags --server, --user, --password,\n" +
+			"--ca-cert and --insecure (the environment is not read). The first context saved\n" +
+			"becomes the current one. An existing NAME is replaced only with --force.",
+		Example: "  narad context add local --server http://127.0.0.1:7942\n" +
+			"  narad context add prod --server https://narad.example.com --user app --password s3cret",
+		Args: exactArgs(1, "a context name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if err := config.ValidateContextName(opts.Name); err != nil {
+				return usageErrorf("%v", err)
+			}
+			fl := cmd.Flags()
+			g := f.global
+			if !fl.Changed("server") || g.server == "" {
+				return usageErrorf("narad context add needs --server URL")
+			}
+			if err := config.ValidateServer(g.server); err != nil {
+				return usageErrorf("%v", err)
+			}
+			if fl.Changed("password") && !fl.Changed("user") {
+				return usageErrorf("--password needs --user")
+			}
+			c := config.Context{Server: g.server, Insecure: g.insecure}
+			if fl.Changed("user") {
+				c.User = g.user
+			}
+			if fl.Changed("password") {
+				c.Password = g.password
+			}
+			if fl.Changed("ca-cert") && g.caCert != "" {
+				// Saved absolute: the context is used from other directories.
+				abs, err := filepath.Abs(g.caCert)
+				if err != nil {
+					return usageErrorf("invalid --ca-cert: %v", err)
+				}
+				if _, err := os.Stat(abs); err != nil {
+					return usageErrorf("cannot read --ca-cert: %v", unwrapPathError(err))
+				}
+				c.CACert = abs
+			}
+			opts.Context = c
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace a context of the same name")
+	return cmd
+}
+
+func contextAddRun(f *Factory, opts *contextAddOptions) error {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return err
+	}
+	_, exists := cfg.Contexts[opts.Name]
+	if exists && !opts.Force {
+		return exitWith(ExitFailed, fmt.Errorf("context %q exists (pass --force to replace it, or see narad context show %s)", opts.Name, opts.Name))
+	}
+	cfg.Contexts[opts.Name] = opts.Context
+	current := cfg.CurrentContext == "" || cfg.CurrentContext == opts.Name
+	if cfg.CurrentContext == "" {
+		cfg.CurrentContext = opts.Name
+	}
+	if err := saveConfig(cfg); err != nil {
+		return err
+	}
+	verb := "saved"
+	if exists {
+		verb = "replaced"
+	}
+	if current {
+		fmt.Fprintf(f.IO.ErrOut, "%s context %q (the current context)\n", verb, opts.Name)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "%s context %q (switch to it with narad context use %s)\n", verb, opts.Name, opts.Name)
+	}
+	if opts.Context.Insecure {
+		fmt.Fprintln(f.IO.ErrOut, "narad: warning: this context does not verify TLS certificates (--insecure)")
+	}
+	return nil
+}
+
+// --- context use ---
+
+type contextNameOptions struct {
+	Name   string
+	Output string
+}
+
+func contextUseCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
+	opts := &contextNameOptions{}
+	return &cobra.Command{
+		Use:     "use NAME",
+		Aliases: []string{"select"},
+		Short:   "Make a context the current one",
+		Args:    exactArgs(1, "a context name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			return run(f, opts)
+		},
+	}
+}
+
+func contextUseRun(f *Factory, opts *contextNameOptions) error {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.Contexts[opts.Name]; !ok {
+		return noSuchContext(cfg, opts.Name)
+	}
+	cfg.CurrentContext = opts.Name
+	if err := saveConfig(cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "switched to context %q\n", opts.Name)
+	return nil
+}
+
+// --- context ls ---
+
+// contextJSON is a context as -o json shows it: never the password itself.
+type contextJSON struct {
+	Name     string `json:"name"`
+	Server   string `json:"server"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"` // "********" when one is saved
+	CACert   string `json:"ca_cert,omitempty"`
+	Insecure bool   `json:"insecure,omitempty"`
+	Current  bool   `json:"current"`
+}
+
+const hiddenPassword = "********"
+
+func contextView(cfg *config.File, name string) contextJSON {
+	c := cfg.Contexts[name]
+	v := contextJSON{Name: name, Server: c.Server, User: c.User, CACert: c.CACert, Insecure: c.Insecure,
+		Current: name == cfg.CurrentContext}
+	if c.Password != "" {
+		v.Password = hiddenPassword
+	}
+	return v
+}
+
+func contextLsCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
+	opts := &contextNameOptions{}
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List saved contexts; * marks the current one",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func contextLsRun(f *Factory, opts *contextNameOptions) error {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return err
+	}
+	names := cfg.Names()
+	if opts.Output == "json" {
+		views := make([]contextJSON, 0, len(names))
+		for _, n := range names {
+			views = append(views, contextView(cfg, n))
+		}
+		return printJSON(f.IO.Out, views)
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "no contexts (add one with narad context add NAME --server URL)")
+		return nil
+	}
+	rows := make([][]string, 0, len(names))
+	for _, n := range names {
+		v := contextView(cfg, n)
+		mark := ""
+		if v.Current {
+			mark = "*"
+		}
+		rows = append(rows, []string{mark, n, v.Server, v.User})
+	}
+	if cfg.CurrentContext != "" {
+		if _, ok := cfg.Contexts[cfg.CurrentContext]; !ok {
+			fmt.Fprintf(f.IO.ErrOut, "narad: warning: the current context %q is not saved (run narad context use NAME)\n", cfg.CurrentContext)
+		}
+	}
+	return printTable(f, []string{"CURRENT", "NAME", "SERVER", "USER"}, rows)
+}
+
+// --- context show ---
+
+func contextShowCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
+	opts := &contextNameOptions{}
+	cmd := &cobra.Command{
+		Use:     "show [NAME]",
+		Aliases: []string{"info"},
+		Short:   "Show a context (the one in use by default); the password is hidden",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("narad context show takes at most one context name")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func contextShowRun(f *Factory, opts *contextNameOptions) error {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return err
+	}
+	// The context in use: NAME, else --context or NARAD_CONTEXT, else the current one.
+	name := opts.Name
+	if name == "" {
+		name = f.global.context
+	}
+	if name == "" {
+		name = f.Getenv("NARAD_CONTEXT")
+	}
+	if name == "" {
+		name = cfg.CurrentContext
+	}
+	if name == "" {
+		return usageErrorf("no current context (name one, or see narad context ls)")
+	}
+	if _, ok := cfg.Contexts[name]; !ok {
+		return noSuchContext(cfg, name)
+	}
+	v := contextView(cfg, name)
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, v)
+	}
+	w := f.IO.Out
+	fmt.Fprintf(w, "name:      %s\n", render.Escape(v.Name))
+	fmt.Fprintf(w, "server:    %s\n", render.Escape(config.RedactURL(v.Server)))
+	if v.User != "" {
+		fmt.Fprintf(w, "user:      %s\n", render.Escape(v.User))
+	}
+	if v.Password != "" {
+		fmt.Fprintf(w, "password:  %s\n", v.Password)
+	}
+	if v.CACert != "" {
+		fmt.Fprintf(w, "ca-cert:   %s\n", render.Escape(v.CACert))
+	}
+	if v.Insecure {
+		fmt.Fprintf(w, "insecure:  true\n")
+	}
+	_, err = fmt.Fprintf(w, "current:   %t\n", v.Current)
+	if err != nil && !isClosedOutput(err) {
+		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+	}
+	return nil
+}
+
+// --- context rm ---
+
+func contextRmCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
+	opts := &contextNameOptions{}
+	return &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"delete"},
+		Short:   "Remove a saved context",
+		Args:    exactArgs(1, "a context name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			return run(f, opts)
+		},
+	}
+}
+
+func contextRmRun(f *Factory, opts *contextNameOptions) error {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.Contexts[opts.Name]; !ok {
+		return noSuchContext(cfg, opts.Name)
+	}
+	delete(cfg.Contexts, opts.Name)
+	wasCurrent := cfg.CurrentContext == opts.Name
+	if wasCurrent {
+		cfg.CurrentContext = ""
+	}
+	if err := saveConfig(cfg); err != nil {
+		return err
+	}
+	if wasCurrent {
+		fmt.Fprintf(f.IO.ErrOut, "removed context %q; there is no current context now (pick one with narad context use NAME)\n", opts.Name)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "removed context %q\n", opts.Name)
+	}
+	return nil
 }

@@ -1,12 +1,339 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
 )
 
-// TEMPORARY placeholder while the command is being written.
+// settleGather bounds how many handles read from stdin go to one client.Settle call
+// (which cuts them in batches of 100, sent in parallel), and settleLinger how long
+// to wait for more before sending what was read: handles that come from a running
+// `sub` must not wait for its end while their leases run out.
+const (
+	settleGather = 1000
+	settleLinger = 50 * time.Millisecond
+)
+
+type settleOptions struct {
+	Name    string // ack, extend or nack
+	Action  client.Action
+	Topic   string
+	Handles []string // as given; "-" reads stdin
+	Output  string
+}
+
 func newSettleCmd(f *Factory, name string, a client.Action) *cobra.Command {
-	return &cobra.Command{Use: name, Hidden: true}
+	return settleCmd(f, name, a, settleRun)
+}
+
+var settleShort = map[string]string{
+	"ack":    "Settle leased messages for good",
+	"extend": "Renew leases for a full visibility timeout from now",
+	"nack":   "Give leased messages back at once",
+}
+
+func settleCmd(f *Factory, name string, a client.Action, run func(*Factory, *settleOptions) error) *cobra.Command {
+	opts := &settleOptions{Name: name, Action: a}
+	cmd := &cobra.Command{
+		Use:   name + " TOPIC HANDLE...",
+		Short: settleShort[name],
+		Long: settleShort[name] + `, by receipt handle.
+
+Handles are arguments, or - to read stdin: one handle a line, or lines of
+"narad sub -o json" (their receipt_handle is used), so that
+"narad sub orders --no-ack -o json | narad ` + name + ` orders -" works. Handles read
+from stdin are sent as they come. They go in batches of up to 100; a node older than
+v3.1 is served one handle at a time. 502 and 503 are retried per handle with backoff.
+
+Silent on success; each handle whose lease was gone (410) or that failed is a line on
+stderr. With -o json, one result per handle on stdout:
+  {"receipt_handle":"4:0:123","status":204}
+  {"receipt_handle":"4:0:124","status":410,"error":"..."}
+Exit 0 when all were settled, 4 when some leases were gone (and nothing else failed),
+1 on any other failure.`,
+		Example: "  narad " + name + " orders 4:0:3327358780392153864\n" +
+			"  narad sub orders --no-ack --count 10 -o json | narad " + name + " orders -",
+		Args: minArgs(1, "a topic and receipt handles (or - for stdin)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Topic, opts.Handles = args[0], args[1:]
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "output format: text (failures on stderr) or json (a result per handle on stdout)")
+	return cmd
+}
+
+func (o *settleOptions) validate() error {
+	if o.Output != "text" && o.Output != "json" {
+		return usageErrorf("invalid --output %q (text or json)", o.Output)
+	}
+	if len(o.Handles) == 0 {
+		return usageErrorf("no receipt handles (give them as arguments, or - to read them from stdin)")
+	}
+	stdin := 0
+	for _, h := range o.Handles {
+		switch {
+		case h == "-":
+			stdin++
+		case strings.TrimSpace(h) == "":
+			return usageErrorf("empty receipt handle argument")
+		}
+	}
+	if stdin > 1 {
+		return usageErrorf("- (stdin) given more than once")
+	}
+	return nil
+}
+
+// settleItem is one handle to settle, or an input line that holds none.
+type settleItem struct {
+	handle string
+	where  string // "line 3" for handles read from stdin
+	err    error  // the line had no usable handle
+}
+
+// parseHandleLine reads a handle from one line of stdin: the line itself, or the
+// receipt_handle of a `sub -o json` line (one starting with "{"). ok is false for a
+// blank line.
+func parseHandleLine(line []byte) (handle string, ok bool, err error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return "", false, nil
+	}
+	if line[0] != '{' {
+		return string(line), true, nil
+	}
+	var m struct {
+		ReceiptHandle *string `json:"receipt_handle"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return "", true, fmt.Errorf("not a JSON message line: %v", jsonErrorText(err))
+	}
+	if m.ReceiptHandle == nil || *m.ReceiptHandle == "" {
+		return "", true, errors.New("no receipt_handle (a message from --peek or replay holds no lease)")
+	}
+	return *m.ReceiptHandle, true, nil
+}
+
+// settleItems sends the handles of args, reading stdin in place of "-", on a channel
+// that is closed at the end of input.
+func settleItems(ctx context.Context, in io.Reader, args []string) (<-chan settleItem, <-chan error) {
+	items := make(chan settleItem, settleGather)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(items)
+		put := func(it settleItem) bool {
+			select {
+			case items <- it:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for _, a := range args {
+			if a != "-" {
+				if !put(settleItem{handle: a}) {
+					readErr <- nil
+					return
+				}
+				continue
+			}
+			r := bufio.NewReaderSize(in, 64<<10)
+			for lineNo := 1; ; lineNo++ {
+				line, n, err := readLine(r, 1<<20)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					readErr <- err
+					return
+				}
+				it := settleItem{where: fmt.Sprintf("line %d", lineNo)}
+				if n > 1<<20 {
+					it.err = fmt.Errorf("over %s, not a handle", formatBytes(1<<20))
+				} else {
+					h, ok, err := parseHandleLine(line)
+					if !ok {
+						continue
+					}
+					it.handle, it.err = h, err
+				}
+				if !put(it) {
+					readErr <- nil
+					return
+				}
+			}
+		}
+		readErr <- nil
+	}()
+	return items, readErr
+}
+
+// gather takes the next items: it waits for one, then takes what follows within
+// settleLinger of the previous, up to settleGather. ok is false at the end of input.
+func gather(ctx context.Context, items <-chan settleItem) (batch []settleItem, ok bool) {
+	select {
+	case it, more := <-items:
+		if !more {
+			return nil, false
+		}
+		batch = append(batch, it)
+	case <-ctx.Done():
+		return nil, false
+	}
+	t := time.NewTimer(settleLinger)
+	defer t.Stop()
+	for len(batch) < settleGather {
+		select {
+		case it, more := <-items:
+			if !more {
+				return batch, true
+			}
+			batch = append(batch, it)
+			if !t.Stop() {
+				<-t.C
+			}
+			t.Reset(settleLinger)
+		case <-t.C:
+			return batch, true
+		case <-ctx.Done():
+			return batch, true
+		}
+	}
+	return batch, true
+}
+
+// settleResultJSON is one line of -o json.
+type settleResultJSON struct {
+	ReceiptHandle string `json:"receipt_handle"`
+	Status        int    `json:"status"`
+	Error         string `json:"error,omitempty"`
+}
+
+func settleRun(f *Factory, opts *settleOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	// Settle retries a handle that got no answer for up to two minutes, as it must
+	// once a node was reached; a node that cannot be reached at all fails at once.
+	if err := c.Ready(ctx); err != nil && client.StatusOf(err) == 0 {
+		if ctx.Err() != nil {
+			return exitWith(ExitFailed, nil)
+		}
+		err = errors.New(opts.Name + ": " + strings.TrimPrefix(describeErr(err), "ready: "))
+		return apiFatal(f, c, err, opts.Name, opts.Topic)
+	}
+	items, readErr := settleItems(ctx, f.IO.In, opts.Handles)
+
+	var total, gone, failed int
+	outClosed := false
+	enc := json.NewEncoder(f.IO.Out)
+	for {
+		batch, ok := gather(ctx, items)
+		if !ok {
+			break
+		}
+		var handles []string
+		for _, it := range batch {
+			total++
+			if it.err != nil {
+				failed++
+				fmt.Fprintf(f.IO.ErrOut, "narad: %s: %v\n", it.where, it.err)
+				continue
+			}
+			handles = append(handles, it.handle)
+		}
+		if len(handles) == 0 {
+			continue
+		}
+		results, err := c.Settle(ctx, opts.Topic, opts.Action, handles)
+		if ctx.Err() != nil {
+			return exitWith(ExitFailed, nil) // a signal: the exit code says it
+		}
+		if err != nil {
+			return apiFatal(f, c, err, opts.Name, opts.Topic)
+		}
+		for _, r := range results {
+			switch r.Status {
+			case http.StatusNoContent:
+			case http.StatusGone:
+				gone++
+			default:
+				failed++
+			}
+			if opts.Output == "json" {
+				if outClosed {
+					continue
+				}
+				if err := enc.Encode(settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
+					if !isClosedOutput(err) {
+						return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+					}
+					outClosed = true // | head: keep settling, stop printing
+				}
+				continue
+			}
+			if line := settleFailureLine(opts.Name, r); line != "" {
+				fmt.Fprintln(f.IO.ErrOut, line)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return exitWith(ExitFailed, nil)
+	}
+	if err := <-readErr; err != nil {
+		return exitWith(ExitFailed, fmt.Errorf("cannot read stdin: %v (handles read before it were settled)", err))
+	}
+	switch {
+	case total == 0:
+		return usageErrorf("no receipt handles on stdin (one a line, or lines of narad sub -o json)")
+	case failed > 0:
+		return exitWith(ExitFailed, nil)
+	case gone > 0:
+		return exitWith(ExitLeaseGone, nil)
+	}
+	return nil
+}
+
+// requestPrefix is the method and URL a transport error starts with; the handle
+// is already on the line, and the URL repeats it.
+var requestPrefix = regexp.MustCompile(`^[A-Z]+ "[^"]*": `)
+
+// settleFailureLine is the stderr line for one handle's result, "" on success:
+// "narad: ack 4:0:123: lease gone (410 receipt handle no longer matches ...)".
+func settleFailureLine(action string, r client.SettleResult) string {
+	h := render.Escape(r.Handle)
+	msg := r.Err
+	if msg == "" {
+		msg = strings.ToLower(http.StatusText(r.Status))
+	}
+	switch {
+	case r.Status == http.StatusNoContent:
+		return ""
+	case r.Status == http.StatusGone:
+		return fmt.Sprintf("narad: %s %s: lease gone (410 %s)", action, h, msg)
+	case r.Status == 0:
+		return fmt.Sprintf("narad: %s %s: no answer (%s)", action, h, requestPrefix.ReplaceAllString(msg, ""))
+	}
+	return fmt.Sprintf("narad: %s %s: failed (%d %s)", action, h, r.Status, msg)
 }

@@ -1,8 +1,423 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
 
-// TEMPORARY placeholder while the command is being written.
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
 func newTopicCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "topic", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "List, inspect, create and delete topics",
+		Args:  exactArgs(0, "a subcommand: ls, info, create or delete"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("narad topic needs a subcommand: ls, info, create or delete (see narad topic --help)")
+		},
+	}
+	cmd.AddCommand(
+		topicLsCmd(f, topicLsRun),
+		topicInfoCmd(f, topicInfoRun),
+		topicCreateCmd(f, topicCreateRun),
+		topicDeleteCmd(f, topicDeleteRun),
+	)
+	return cmd
+}
+
+// outputFlag adds -o text|json; check validates it.
+func addTextJSONFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVarP(p, "output", "o", "text", "output format: text or json")
+}
+
+func checkTextJSON(o string) error {
+	if o != "text" && o != "json" {
+		return usageErrorf("invalid --output %q (text or json)", o)
+	}
+	return nil
+}
+
+// writeJSON writes v as one JSON document; a closed stdout is not an error.
+func printJSON(w io.Writer, v any) error {
+	if err := json.NewEncoder(w).Encode(v); err != nil && !isClosedOutput(err) {
+		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+	}
+	return nil
+}
+
+func printTable(f *Factory, headers []string, rows [][]string) error {
+	if err := render.Table(f.IO.Out, f.IO.ColorEnabled(), headers, rows); err != nil && !isClosedOutput(err) {
+		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+	}
+	return nil
+}
+
+// --- topic ls ---
+
+type topicLsOptions struct{ Output string }
+
+func topicLsCmd(f *Factory, run func(*Factory, *topicLsOptions) error) *cobra.Command {
+	opts := &topicLsOptions{}
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List topics",
+		Long: "List topics: name, partitions, visibility timeout and retention.\n" +
+			"With -o json: {\"topics\":[...]} holding the node's topic objects.",
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func topicLsRun(f *Factory, opts *topicLsOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	topics, err := c.ListTopics(ctx)
+	if err != nil {
+		return apiFatal(f, c, err, "list topics", "")
+	}
+	if opts.Output == "json" {
+		if topics == nil {
+			topics = []client.Topic{}
+		}
+		return printJSON(f.IO.Out, struct {
+			Topics []client.Topic `json:"topics"`
+		}{topics})
+	}
+	rows := make([][]string, 0, len(topics))
+	for _, t := range topics {
+		rows = append(rows, []string{t.Name, strconv.Itoa(t.Partitions),
+			formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs)})
+	}
+	if len(rows) == 0 && f.IO.IsStdoutTTY() {
+		fmt.Fprintln(f.IO.ErrOut, "no topics (create one with narad topic create NAME)")
+		return nil
+	}
+	return printTable(f, []string{"NAME", "PARTITIONS", "VISIBILITY", "RETENTION"}, rows)
+}
+
+// --- topic info ---
+
+type topicInfoOptions struct {
+	Topic  string
+	Output string
+}
+
+func topicInfoCmd(f *Factory, run func(*Factory, *topicInfoOptions) error) *cobra.Command {
+	opts := &topicInfoOptions{}
+	cmd := &cobra.Command{
+		Use:   "info TOPIC",
+		Short: "Show a topic's settings and its partitions",
+		Long: "Show a topic's settings and a table of its partitions: the oldest retained offset,\n" +
+			"the next offset to be handed out, the high watermark and the bytes retained.\n" +
+			"With -o json: the node's topic object, partition_stats included.",
+		Args: exactArgs(1, "one topic"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Topic = args[0]
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	t, err := c.Topic(ctx, opts.Topic)
+	if err != nil {
+		return apiFatal(f, c, err, "topic info", opts.Topic)
+	}
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, t)
+	}
+	if err := writeTopicSettings(f.IO.Out, t); err != nil {
+		if isClosedOutput(err) {
+			return nil
+		}
+		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+	}
+	rows := make([][]string, 0, len(t.PartitionStats))
+	for _, p := range t.PartitionStats {
+		rows = append(rows, []string{strconv.Itoa(p.Index), strconv.FormatInt(p.OldestOffset, 10),
+			strconv.FormatInt(p.NextOffset, 10), strconv.FormatInt(p.HighWatermark, 10), formatBytes(p.SizeBytes)})
+	}
+	return printTable(f, []string{"PARTITION", "OLDEST", "NEXT", "HIGH WATERMARK", "SIZE"}, rows)
+}
+
+func writeTopicSettings(w io.Writer, t *client.Topic) error {
+	_, err := fmt.Fprintf(w, "name:             %s\n"+
+		"partitions:       %d\n"+
+		"visibility:       %s\n"+
+		"retention:        %s\n"+
+		"max in flight:    %d per partition\n"+
+		"max acked ahead:  %d per partition\n\n",
+		render.Escape(t.Name), t.Partitions, formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs),
+		t.MaxInFlightPerPartition, t.MaxAckedAheadPerPartition)
+	return err
+}
+
+// --- topic create ---
+
+type topicCreateOptions struct {
+	Spec   client.TopicSpec
+	Output string
+}
+
+func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *cobra.Command {
+	opts := &topicCreateOptions{}
+	var visibility, retention string
+	cmd := &cobra.Command{
+		Use:   "create TOPIC",
+		Short: "Create a topic",
+		Long: "Create a topic. Settings not given are the node's defaults.\n" +
+			"Durations are Go durations with a d for days allowed: 500ms, 30s, 1h30m, 7d.\n" +
+			"With -o json: the created topic as the node describes it.",
+		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d",
+		Args:    exactArgs(1, "one topic name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			s := &opts.Spec
+			s.Name = args[0]
+			if err := validateTopicName(s.Name); err != nil {
+				return err
+			}
+			fl := cmd.Flags()
+			if fl.Changed("partitions") && s.Partitions < 1 {
+				return usageErrorf("invalid --partitions %d (1 or more; the node sets the range)", s.Partitions)
+			}
+			var err error
+			if fl.Changed("visibility") {
+				if s.VisibilityTimeoutMs, err = parseMillisFlag("visibility", visibility); err != nil {
+					return err
+				}
+			}
+			if fl.Changed("retention") {
+				if s.RetentionMs, err = parseMillisFlag("retention", retention); err != nil {
+					return err
+				}
+			}
+			if fl.Changed("max-in-flight") && s.MaxInFlightPerPartition < 1 {
+				return usageErrorf("invalid --max-in-flight %d (1 or more)", s.MaxInFlightPerPartition)
+			}
+			if fl.Changed("max-acked-ahead") && s.MaxAckedAheadPerPartition < 1 {
+				return usageErrorf("invalid --max-acked-ahead %d (1 or more)", s.MaxAckedAheadPerPartition)
+			}
+			return run(f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.Spec.Partitions, "partitions", 0, "number of partitions (node default when not given)")
+	fl.StringVar(&visibility, "visibility", "", "lease (visibility timeout) of a consumed message, e.g. 30s")
+	fl.StringVar(&retention, "retention", "", "how long messages are kept, e.g. 7d")
+	fl.IntVar(&opts.Spec.MaxInFlightPerPartition, "max-in-flight", 0, "unacked messages a partition hands out at most")
+	fl.IntVar(&opts.Spec.MaxAckedAheadPerPartition, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message at most")
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	t, err := c.CreateTopic(ctx, opts.Spec)
+	if err != nil {
+		switch client.StatusOf(err) {
+		case http.StatusConflict:
+			return exitWith(ExitFailed, fmt.Errorf("%s (topic %s exists; see narad topic info %s)",
+				describeErr(err), render.Escape(opts.Spec.Name), render.Escape(opts.Spec.Name)))
+		case http.StatusBadRequest:
+			// The node's own limits (partition range and such): invalid input.
+			return exitWith(ExitUsage, fmt.Errorf("%s (see narad topic create --help)", describeErr(err)))
+		}
+		return apiFatal(f, c, err, "create topic", opts.Spec.Name)
+	}
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, t)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "created topic %s (%d partitions, visibility %s, retention %s)\n",
+		render.Escape(t.Name), t.Partitions, formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs))
+	return nil
+}
+
+var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+
+// validateTopicName applies API.md's rule locally, so a typo is exit 2 at once.
+func validateTopicName(name string) error {
+	if !topicNameRE.MatchString(name) || name == "." || name == ".." {
+		return usageErrorf(`invalid topic name %q (letters, digits, ".", "_" and "-", at most 255; not "." or "..")`, render.Escape(name))
+	}
+	return nil
+}
+
+// parseMillisFlag parses a duration flag into the milliseconds the API carries.
+func parseMillisFlag(name, s string) (int64, error) {
+	d, err := parseDurationDays(s)
+	if err != nil {
+		return 0, usageErrorf("invalid --%s %q (a duration such as 500ms, 30s, 1h30m or 7d)", name, s)
+	}
+	if d < time.Millisecond {
+		return 0, usageErrorf("invalid --%s %q (at least 1ms)", name, s)
+	}
+	if d%time.Millisecond != 0 {
+		return 0, usageErrorf("invalid --%s %q (whole milliseconds: the node counts in ms)", name, s)
+	}
+	return d.Milliseconds(), nil
+}
+
+var daysRE = regexp.MustCompile(`^(\d+)d(.*)$`)
+
+// parseDurationDays is time.ParseDuration with a leading whole number of days
+// allowed ("7d", "1d12h"), since retention is usually said in days.
+func parseDurationDays(s string) (time.Duration, error) {
+	m := daysRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return time.ParseDuration(s)
+	}
+	days, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || days > int64(time.Duration(1<<63-1)/(24*time.Hour)) {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	d := time.Duration(days) * 24 * time.Hour
+	if m[2] != "" {
+		rest, err := time.ParseDuration(m[2])
+		if err != nil || rest < 0 {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		if d+rest < d {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		d += rest
+	}
+	return d, nil
+}
+
+// formatMillis is a duration in milliseconds the way parseDurationDays reads it:
+// 500ms, 30s, 1m30s, 2h, 7d, 1d12h.
+func formatMillis(ms int64) string {
+	if ms <= 0 {
+		return strconv.FormatInt(ms, 10) + "ms"
+	}
+	d := time.Duration(ms) * time.Millisecond
+	days := d / (24 * time.Hour)
+	rest := d % (24 * time.Hour)
+	var s string
+	if days > 0 {
+		s = strconv.FormatInt(int64(days), 10) + "d"
+	}
+	if rest > 0 {
+		r := rest.String()
+		if strings.HasSuffix(r, "m0s") {
+			r = strings.TrimSuffix(r, "0s")
+		}
+		if strings.HasSuffix(r, "h0m") {
+			r = strings.TrimSuffix(r, "0m")
+		}
+		s += r
+	}
+	return s
+}
+
+// --- topic delete ---
+
+type topicDeleteOptions struct {
+	Topic  string
+	Yes    bool
+	Output string
+}
+
+func topicDeleteCmd(f *Factory, run func(*Factory, *topicDeleteOptions) error) *cobra.Command {
+	opts := &topicDeleteOptions{}
+	cmd := &cobra.Command{
+		Use:   "delete TOPIC",
+		Short: "Delete a topic and all its messages",
+		Long: "Delete a topic and all its messages. On a terminal it asks you to type the topic's\n" +
+			"name; elsewhere (scripts, pipes) it refuses unless --yes is given.\n" +
+			"With -o json: {\"name\":TOPIC,\"deleted\":true} on stdout.",
+		Aliases: []string{"rm"},
+		Args:    exactArgs(1, "one topic"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Topic = args[0]
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			if err := validateTopicName(opts.Topic); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "delete without asking")
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
+	name := render.Escape(opts.Topic)
+	if !opts.Yes {
+		if !f.IO.IsStdinTTY() {
+			return usageErrorf("refusing to delete topic %s without confirmation (stdin is not a terminal; pass --yes)", name)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "Delete topic %s and all its messages? Type its name to confirm: ", name)
+		line, err := bufio.NewReader(f.IO.In).ReadString('\n')
+		if strings.TrimSpace(line) != opts.Topic {
+			if err != nil && err != io.EOF {
+				return exitWith(ExitFailed, fmt.Errorf("cannot read the confirmation: %v", err))
+			}
+			if err == io.EOF && line == "" {
+				fmt.Fprintln(f.IO.ErrOut)
+			}
+			return exitWith(ExitFailed, fmt.Errorf("topic %s not deleted (the name typed did not match)", name))
+		}
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	if err := c.DeleteTopic(ctx, opts.Topic); err != nil {
+		return apiFatal(f, c, err, "delete topic", opts.Topic)
+	}
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, struct {
+			Name    string `json:"name"`
+			Deleted bool   `json:"deleted"`
+		}{opts.Topic, true})
+	}
+	fmt.Fprintf(f.IO.ErrOut, "deleted topic %s\n", name)
+	return nil
 }
