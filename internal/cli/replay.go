@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,11 +68,12 @@ func replayRun(f *Factory, cmd *cobra.Command, opts *replayOptions) error {
 		}
 		ro.Start, ro.Offset = replay.FromOffset, opts.offset
 	}
-	return runReplay(f, cmd, &opts.out, ro)
+	return runReplay(f, cmd, &opts.out, ro, 0)
 }
 
-// runReplay prints a replay with the output flags; sub --peek shares it.
-func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Options) error {
+// runReplay prints a replay with the output flags; sub --peek shares it. A timeout
+// (peek's --timeout) ends it, with exit 3 when ro.Count was not reached.
+func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Options, timeout time.Duration) error {
 	r, err := out.renderer(f, cmd)
 	if err != nil {
 		return err
@@ -79,10 +82,16 @@ func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Opt
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
+	sctx, cancel := f.Context()
 	defer cancel()
+	ctx := sctx
+	if timeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(sctx, timeout)
+		defer cancelT()
+	}
 	var buf []byte
-	_, err = replay.Run(ctx, c, ro, func(m *client.Message) error {
+	n, err := replay.Run(ctx, c, ro, func(m *client.Message) error {
 		buf, err = r.Append(buf[:0], m)
 		if err != nil {
 			return err
@@ -96,14 +105,17 @@ func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Opt
 		return nil
 	})
 	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
+	case sctx.Err() != nil:
 		return nil // interrupted: Run turns the signal into 130/143
-	case errors.Is(err, replay.ErrNoSuchPartition):
-		return usageErrorf("%v", err)
+	case err != nil && ctx.Err() == nil:
+		if errors.Is(err, replay.ErrNoSuchPartition) {
+			return usageErrorf("%v", err)
+		}
+		return apiError(err, ro.Topic)
+	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
 	}
-	return apiError(err, ro.Topic)
+	return nil
 }
 
 // apiError turns a client error into the one fatal line with a hint.

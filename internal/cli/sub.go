@@ -1,8 +1,332 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
-// TEMPORARY placeholder while the command is being written.
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/replay"
+	"github.com/narad/narad/internal/supervisor"
+)
+
+type subOptions struct {
+	topic     string
+	partition int
+	wait      time.Duration
+	max       int
+	count     int
+	timeout   time.Duration
+	drain     bool
+	noAck     bool
+	stats     string
+	out       messageOutput
+
+	peek          bool
+	fromBeginning bool
+	offset        int64
+
+	// exec mode
+	command           []string
+	concurrency       int
+	lease             time.Duration
+	killGrace         time.Duration
+	ackExitCodes      string
+	retryDelay        time.Duration
+	maxProcessingTime time.Duration
+	shutdownGrace     time.Duration
+	prefix            bool
+}
+
 func newSubCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{Use: "sub", Hidden: true}
+	opts := &subOptions{}
+	cmd := &cobra.Command{
+		Use:   "sub TOPIC [flags] [-- COMMAND [ARG...]]",
+		Short: "Consume, print and ack messages, or run a command per message",
+		Long: "Consume messages from TOPIC, print each and ack it once its line is written: a real\n" +
+			"consumer that competes with the others on the topic. --peek watches without taking.\n\n" +
+			"With -- COMMAND, run the command once per message (payload on stdin, NARAD_* in the\n" +
+			"environment), extend the lease while it runs, ack on success and nack on failure.",
+		Example: "  narad sub orders\n" +
+			"  narad sub orders --count 10 --timeout 30s -o json\n" +
+			"  narad sub orders --peek\n" +
+			"  narad sub orders -j 4 -- ./handle-order.sh",
+		Args: minArgs(1, "a topic"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				if dash != 1 {
+					return usageErrorf("sub takes one topic before -- COMMAND")
+				}
+				opts.command = args[1:]
+				if len(opts.command) == 0 {
+					return usageErrorf("no command after --")
+				}
+			} else if len(args) != 1 {
+				return usageErrorf("sub takes one topic (put a command after --)")
+			}
+			opts.topic = args[0]
+			return subRun(f, cmd, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&opts.partition, "partition", -1, "consume from this partition only")
+	fl.DurationVar(&opts.wait, "wait", 10*time.Second, "long-poll per request")
+	fl.IntVar(&opts.max, "max", 100, "messages per request, 1..100")
+	fl.IntVar(&opts.count, "count", 0, "stop after N messages")
+	fl.DurationVar(&opts.timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
+	fl.BoolVar(&opts.drain, "drain", false, "stop at the first consume that finds nothing ready")
+	fl.BoolVar(&opts.noAck, "no-ack", false, "print and leave the leases to lapse")
+	fl.StringVar(&opts.stats, "stats", "", "print counters on stderr at the end: text or json (default: text on a terminal)")
+	fl.Lookup("stats").NoOptDefVal = "text"
+	fl.BoolVar(&opts.peek, "peek", false, "watch without taking anything (replay reads from the tail)")
+	fl.BoolVar(&opts.fromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
+	fl.Int64Var(&opts.offset, "offset", -1, "with --peek --partition N: start at this offset")
+	opts.out.addFlags(cmd)
+
+	fl.IntVarP(&opts.concurrency, "concurrency", "j", 1, "exec mode: commands at once")
+	fl.DurationVar(&opts.lease, "lease", 0, "exec mode: lease length to keep extending (default: the topic's visibility timeout)")
+	fl.DurationVar(&opts.killGrace, "kill-grace", 10*time.Second, "exec mode: time between SIGTERM and SIGKILL")
+	fl.StringVar(&opts.ackExitCodes, "ack-exit-codes", "0", "exec mode: exit codes that ack, comma separated")
+	fl.DurationVar(&opts.retryDelay, "retry-delay", 0, "exec mode: hold a failed message this long before giving it back")
+	fl.DurationVar(&opts.maxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
+	fl.DurationVar(&opts.shutdownGrace, "shutdown-grace", 30*time.Second, "exec mode: after a signal, time running commands get to finish")
+	fl.BoolVar(&opts.prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
+	return cmd
+}
+
+// execOnlyFlags are meaningless without a command; naming one without it is a mistake.
+var execOnlyFlags = []string{"concurrency", "lease", "kill-grace", "ack-exit-codes", "retry-delay",
+	"max-processing-time", "shutdown-grace", "prefix"}
+
+func (opts *subOptions) validate(cmd *cobra.Command) error {
+	changed := cmd.Flags().Changed
+	switch {
+	case opts.max < 1 || opts.max > consumer.MaxBatch:
+		return usageErrorf("--max must be 1..100, not %d", opts.max)
+	case opts.count < 0:
+		return usageErrorf("--count must not be negative")
+	case opts.wait < 0 || opts.timeout < 0:
+		return usageErrorf("--wait and --timeout must not be negative")
+	case changed("partition") && opts.partition < 0:
+		return usageErrorf("--partition must be 0 or more")
+	case opts.stats != "" && opts.stats != "text" && opts.stats != "json":
+		return usageErrorf("invalid --stats %q (text or json)", opts.stats)
+	}
+	if opts.peek {
+		for _, name := range []string{"no-ack", "drain", "max", "wait"} {
+			if changed(name) {
+				return usageErrorf("--%s does not apply to --peek (it takes nothing)", name)
+			}
+		}
+		if opts.command != nil {
+			return usageErrorf("--peek cannot run a command")
+		}
+		if changed("offset") && (!changed("partition") || changed("from-beginning")) {
+			return usageErrorf("--offset needs --partition (and not --from-beginning)")
+		}
+	} else if changed("from-beginning") || changed("offset") {
+		return usageErrorf("--from-beginning and --offset need --peek (or use narad replay)")
+	}
+	if opts.command == nil {
+		for _, name := range execOnlyFlags {
+			if changed(name) {
+				return usageErrorf("--%s needs a command: narad sub TOPIC [flags] -- COMMAND", name)
+			}
+		}
+		return nil
+	}
+	if opts.noAck {
+		return usageErrorf("--no-ack cannot be used with a command (exit codes decide the settlement)")
+	}
+	if changed("output") || changed("template") || changed("delimiter") {
+		return usageErrorf("output flags do not apply with a command (its own output passes through)")
+	}
+	switch {
+	case opts.concurrency < 1 || opts.concurrency > consumer.MaxBatch:
+		return usageErrorf("--concurrency must be 1..100, not %d", opts.concurrency)
+	case changed("lease") && opts.lease < 30*time.Millisecond:
+		return usageErrorf("--lease must be at least 30ms")
+	case opts.killGrace <= 0 || opts.maxProcessingTime <= 0 || opts.shutdownGrace <= 0:
+		return usageErrorf("--kill-grace, --max-processing-time and --shutdown-grace must be positive")
+	case opts.retryDelay < 0:
+		return usageErrorf("--retry-delay must not be negative")
+	}
+	if _, err := parseExitCodes(opts.ackExitCodes); err != nil {
+		return err
+	}
+	return nil
+}
+
+func parseExitCodes(s string) ([]int, error) {
+	var codes []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 0 || n > 255 {
+			return nil, usageErrorf("invalid --ack-exit-codes %q (a comma list of 0..255)", s)
+		}
+		codes = append(codes, n)
+	}
+	return codes, nil
+}
+
+func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
+	if err := opts.validate(cmd); err != nil {
+		return err
+	}
+	if opts.peek {
+		return peekRun(f, cmd, opts)
+	}
+	var r *render.Renderer
+	if opts.command == nil {
+		var err error
+		if r, err = opts.out.renderer(f, cmd); err != nil {
+			return err
+		}
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	co := consumer.Options{
+		Topic:   opts.topic,
+		Wait:    opts.wait,
+		Max:     opts.max,
+		Count:   opts.count,
+		Timeout: opts.timeout,
+		Drain:   opts.drain,
+		NoAck:   opts.noAck,
+		Stop:    f.Signals.Soft,
+	}
+	if cmd.Flags().Changed("partition") {
+		co.Partition = &opts.partition
+	}
+
+	var h consumer.Handler
+	if opts.command == nil {
+		h = consumer.NewPrinter(f.IO.Out, r)
+	} else {
+		if h, err = newSupervisor(f, c, opts); err != nil {
+			return err
+		}
+	}
+	res, err := consumer.Run(f.Signals.Hard, c, h, co)
+	printStats(f, opts.stats, res.Stats)
+	if err != nil && res.Reason == consumer.StopFailed {
+		return apiError(err, opts.topic)
+	}
+	switch res.Outcome() {
+	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
+		return nil
+	case consumer.OutcomeCountUnmet:
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.timeout, res.Stats.Received, opts.count))
+	case consumer.OutcomeLeaseGone:
+		return exitWith(ExitLeaseGone, fmt.Errorf("%d leases were gone (410): those messages may be delivered again",
+			res.Stats.LeaseLost+res.Stats.AckGone))
+	}
+	if err != nil {
+		return exitWith(ExitFailed, err)
+	}
+	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res)))
+}
+
+func failureSummary(res consumer.Result) string {
+	s := res.Stats
+	var parts []string
+	if res.Declined > 0 {
+		parts = append(parts, fmt.Sprintf("%d commands failed", res.Declined))
+	}
+	if s.TimedOut > 0 {
+		parts = append(parts, fmt.Sprintf("%d timed out", s.TimedOut))
+	}
+	if s.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d could not be handled or settled", s.Failed))
+	}
+	if s.Bugs > 0 {
+		parts = append(parts, fmt.Sprintf("%d double settlements refused (a bug)", s.Bugs))
+	}
+	if len(parts) == 0 {
+		return "some messages were not handled"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// newSupervisor builds the exec-mode handler; the lease defaults to the topic's
+// visibility timeout, read from topic info.
+func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.Supervisor, error) {
+	lease := opts.lease
+	if lease == 0 {
+		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+		defer cancel()
+		t, err := c.Topic(ctx, opts.topic)
+		if err != nil {
+			return nil, apiError(err, opts.topic)
+		}
+		lease = time.Duration(t.VisibilityTimeoutMs) * time.Millisecond
+		if lease <= 0 {
+			lease = 30 * time.Second
+		}
+	}
+	codes, _ := parseExitCodes(opts.ackExitCodes)
+	s, err := supervisor.New(supervisor.Options{
+		Command:           opts.command,
+		Concurrency:       opts.concurrency,
+		Lease:             lease,
+		MaxProcessingTime: opts.maxProcessingTime,
+		KillGrace:         opts.killGrace,
+		ShutdownGrace:     opts.shutdownGrace,
+		RetryDelay:        opts.retryDelay,
+		AckExitCodes:      codes,
+		Topic:             opts.topic,
+		Addr:              c.BaseURL(),
+		Prefix:            opts.prefix,
+		Stdout:            f.IO.Out,
+		Stderr:            f.IO.ErrOut,
+	})
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return s, nil
+}
+
+// printStats writes the counters on stderr: asked for, or on a terminal.
+func printStats(f *Factory, mode string, s consumer.Stats) {
+	if mode == "" && !f.IO.IsStderrTTY() {
+		return
+	}
+	if mode == "json" {
+		_ = s.WriteJSON(f.IO.ErrOut)
+		return
+	}
+	var headers, row []string
+	for _, p := range s.Pairs() {
+		headers = append(headers, p.Name)
+		row = append(row, strconv.FormatInt(p.Value, 10))
+	}
+	_ = render.Table(f.IO.ErrOut, f.IO.ColorEnabledStderr(), headers, [][]string{row})
+}
+
+// peekRun watches a topic by replay reads from each partition's tail: nothing is
+// reserved, so it never competes with the real consumers.
+func peekRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
+	ro := replay.Options{Topic: opts.topic, Start: replay.FromTail, To: -1, Count: opts.count, Follow: true}
+	if cmd.Flags().Changed("partition") {
+		ro.Partition = &opts.partition
+	}
+	switch {
+	case opts.fromBeginning:
+		ro.Start = replay.FromOldest
+	case cmd.Flags().Changed("offset"):
+		ro.Start, ro.Offset = replay.FromOffset, opts.offset
+	}
+	return runReplay(f, cmd, &opts.out, ro, opts.timeout)
 }
