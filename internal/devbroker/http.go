@@ -308,10 +308,10 @@ func (b *Broker) handleConsume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many concurrent consumes: at most %d per identity", b.maxConsumes))
 		return
 	}
-	defer b.limiter.release(identity, cost)
 
 	if replay {
 		m, status, err := t.replay(pin, offset)
+		b.limiter.release(identity, cost)
 		switch {
 		case err != nil:
 			writeNotFound(w, name)
@@ -329,6 +329,9 @@ func (b *Broker) handleConsume(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Narad-Wait-Clamped", b.maxWait.String())
 	}
 	ds, err := b.await(r.Context(), t, pin, max(batch, 1), wait)
+	// Released before answering, so that a client's next consume never finds its own
+	// previous one still counted.
+	b.limiter.release(identity, cost)
 	switch {
 	case err != nil:
 		writeNotFound(w, name)
