@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,6 +52,8 @@ func TestScripts(t *testing.T) {
 			"broker":    cmdBroker,
 			"http":      cmdHTTP,
 			"exits":     cmdExits,
+			"freeport":  cmdFreePort,
+			"waitready": cmdWaitReady,
 		},
 	})
 }
@@ -215,11 +218,20 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 		fmt.Fprintln(out)
 	}
 	// A handle from a consume is saved so later lines can use $HANDLE, as in the guide.
+	// A batch's handles become $HANDLE1, $HANDLE2, ...
 	var m struct {
 		ReceiptHandle string `json:"receipt_handle"`
+		Messages      []struct {
+			ReceiptHandle string `json:"receipt_handle"`
+		} `json:"messages"`
 	}
-	if json.Unmarshal(data, &m) == nil && m.ReceiptHandle != "" {
-		ts.Setenv("HANDLE", m.ReceiptHandle)
+	if json.Unmarshal(data, &m) == nil {
+		if m.ReceiptHandle != "" {
+			ts.Setenv("HANDLE", m.ReceiptHandle)
+		}
+		for i, msg := range m.Messages {
+			ts.Setenv(fmt.Sprintf("HANDLE%d", i+1), msg.ReceiptHandle)
+		}
 	}
 	if neg != (resp.StatusCode >= 400) {
 		if neg {
@@ -227,6 +239,34 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Fatalf("http: status %d", resp.StatusCode)
 	}
+}
+
+// freeport sets NARAD_ADDR, BROKER_URL and BROKER_HOSTPORT to a loopback port that
+// was free a moment ago, for scripts that start `narad dev` as a real process.
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	addr := l.Addr().String()
+	ts.Check(l.Close())
+	ts.Setenv("BROKER_HOSTPORT", addr)
+	ts.Setenv("BROKER_URL", "http://"+addr)
+	ts.Setenv("NARAD_ADDR", "http://"+addr)
+}
+
+// waitready polls $BROKER_URL/readyz until it answers 200, for up to 10 s.
+func cmdWaitReady(ts *testscript.TestScript, neg bool, args []string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(ts.Getenv("BROKER_URL") + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("broker at %s not ready after 10s", ts.Getenv("BROKER_URL"))
 }
 
 // exits CODE PROGRAM [ARG...] runs a program like exec and asserts its exit code,
