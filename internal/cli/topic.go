@@ -110,7 +110,7 @@ func topicLsRun(f *Factory, opts *topicLsOptions) error {
 		rows = append(rows, []string{t.Name, strconv.Itoa(t.Partitions),
 			formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs)})
 	}
-	if len(rows) == 0 && f.IO.IsStdoutTTY() {
+	if len(rows) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no topics (create one with narad topic create NAME)")
 		return nil
 	}
