@@ -46,9 +46,11 @@ type Broker struct {
 
 	srvMu     sync.Mutex
 	srv       *http.Server
+	ln        net.Listener
 	addr      string
 	serveDone chan struct{}
 	serveErr  error
+	conns     map[net.Conn]http.ConnState // under srvMu
 }
 
 // New builds a broker from cfg without listening. It refuses a non-loopback address
@@ -164,11 +166,14 @@ func (b *Broker) listen() error {
 	if b.cfg.Log != nil {
 		errLog = b.cfg.Log
 	}
+	b.conns = make(map[net.Conn]http.ConnState)
 	b.srv = &http.Server{
 		Handler:           b.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(errLog, "devbroker: ", 0),
+		ConnState:         b.trackConn,
 	}
+	b.ln = ln
 	b.addr = ln.Addr().String()
 	b.serveDone = make(chan struct{})
 	go func() {
@@ -198,17 +203,39 @@ func (b *Broker) Close() error {
 	})
 	b.srvMu.Lock()
 	srv, done := b.srv, b.serveDone
+	if srv != nil {
+		// Shutdown waits up to 5 s for a connection that was dialled but never sent a
+		// request (a client's spare keep-alive connection): close those now, after the
+		// listener, so that no new one arrives. Idle ones Shutdown closes itself.
+		_ = b.ln.Close()
+		for c, st := range b.conns {
+			if st == http.StateNew {
+				_ = c.Close()
+			}
+		}
+	}
 	b.srvMu.Unlock()
 	if srv == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, net.ErrClosed) {
 		srv.Close()
 	}
 	<-done
 	return nil
+}
+
+func (b *Broker) trackConn(c net.Conn, st http.ConnState) {
+	b.srvMu.Lock()
+	defer b.srvMu.Unlock()
+	switch st {
+	case http.StateHijacked, http.StateClosed:
+		delete(b.conns, c)
+	default:
+		b.conns[c] = st
+	}
 }
 
 // Addr is "127.0.0.1:PORT" once listening, "" before.

@@ -13,6 +13,7 @@
 //     inspection API tests use (Stats, Requests).
 //   - topic.go: one topic's queue state: messages, leases, flow control, waiters.
 //   - encode.go: the exact JSON of a message (payload and key encodings, field order).
+//   - handle.go: receipt handles, "PARTITION:OFFSET:NONCE" with a random nonce.
 //   - http.go: the routes of API.md.
 //   - auth.go: Basic auth, grants and the failed-login limit.
 //   - faults.go: fault injection, from flags and from Go (FailNext).
