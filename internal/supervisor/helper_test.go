@@ -35,8 +35,12 @@ func helperCommand(steps ...string) []string {
 	return append([]string{os.Args[0]}, steps...)
 }
 
-// helperEnviron is the environment the helper needs to know it is one.
-func helperEnviron() []string { return append(os.Environ(), helperEnv+"=1") }
+// helperEnviron is the environment the helper needs to know it is one. Under -race,
+// the race runtime would hold every exit for a second (atexit_sleep_ms), which would
+// blur every timing the tests look at.
+func helperEnviron() []string {
+	return append(os.Environ(), helperEnv+"=1", "GORACE=atexit_sleep_ms=0")
+}
 
 // helper runs steps, each a word with arguments:
 //

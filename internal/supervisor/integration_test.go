@@ -1,0 +1,179 @@
+package supervisor_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/devbroker"
+)
+
+// broker starts a devbroker whose topic "t" has a 1s visibility timeout, and returns
+// it with a client; the supervisor's Lease is that timeout.
+func broker(t *testing.T) (*devbroker.Broker, *client.Client) {
+	t.Helper()
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3, VisibilityTimeout: time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	// The broker's Shutdown waits for connections dialled and never used.
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(client.Config{BaseURL: b.URL(), HTTPClient: &http.Client{Transport: tr},
+		Retry: client.RetryPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, c
+}
+
+func topicStats(t *testing.T, b *devbroker.Broker) devbroker.TopicStats {
+	t.Helper()
+	st, err := b.Stats("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// poller is a competing consumer asking without waiting, as often as it can.
+type poller struct {
+	got  chan time.Time // when it first got a message
+	stop chan struct{}
+	done chan struct{}
+}
+
+func startPoller(t *testing.T, c *client.Client) *poller {
+	p := &poller{got: make(chan time.Time, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			res, err := c.Consume(context.Background(), "t", client.ConsumeOptions{Max: 1})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(res.Messages) > 0 {
+				p.got <- time.Now()
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(p.stop)
+		<-p.done
+	})
+	return p
+}
+
+func TestIntegrationLeaseKeptForACommandLongerThanTheLease(t *testing.T) {
+	t.Parallel()
+	b, c := broker(t)
+	if _, _, err := b.Produce("t", "", []byte("sleep 3s")); err != nil {
+		t.Fatal(err)
+	}
+	o := opts("script")
+	o.Lease = time.Second
+	p := startPoller(t, c)
+	r := runSup(t, context.Background(), c, o, consumer.Options{Count: 1, Wait: time.Second})
+	select {
+	case at := <-p.got:
+		t.Errorf("a competing consumer got the message at %v while the command ran", at)
+	default:
+	}
+	if r.Stats.Acked != 1 || r.Stats.LeaseLost != 0 || r.Stats.AckGone != 0 || r.Outcome() != consumer.OutcomeOK {
+		t.Errorf("result %+v", r.Result)
+	}
+	if st := topicStats(t, b); st.Acked() != 1 || st.InFlight() != 0 {
+		t.Errorf("broker: acked %d in flight %d", st.Acked(), st.InFlight())
+	}
+	if b.Requests("extend") < 5 {
+		t.Errorf("%d extends in 3s under a 1s lease", b.Requests("extend"))
+	}
+}
+
+func TestIntegrationRetryDelay(t *testing.T) {
+	t.Parallel()
+	b, c := broker(t)
+	log := filepath.Join(t.TempDir(), "log")
+	if _, _, err := b.Produce("t", "", []byte("exit 1")); err != nil {
+		t.Fatal(err)
+	}
+	o := opts("log", log, "script")
+	o.RetryDelay = 2 * time.Second
+	p := startPoller(t, c)
+	r := runSup(t, context.Background(), c, o, consumer.Options{Count: 1, Wait: time.Second})
+	var got time.Time
+	select {
+	case got = <-p.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message was not offered again after the retry delay")
+	}
+	ends := eventsOf(readLog(t, log), "end")
+	if len(ends) != 1 {
+		t.Fatalf("log %v", readLog(t, log))
+	}
+	if d := got.Sub(ends[0].at); d < 2*time.Second {
+		t.Errorf("offered again %v after the failure, before the 2s retry delay", d)
+	}
+	if r.Stats.Nacked != 1 || r.Declined != 1 || r.Outcome() != consumer.OutcomeFailed {
+		t.Errorf("result %+v", r.Result)
+	}
+}
+
+func TestIntegrationExtendGoneStopsTheCommand(t *testing.T) {
+	t.Parallel()
+	b, c := broker(t)
+	log := filepath.Join(t.TempDir(), "log")
+	if _, _, err := b.Produce("t", "", []byte("sleep 10s")); err != nil {
+		t.Fatal(err)
+	}
+	b.FailNext("extend", 1, 410)
+	r := runSup(t, context.Background(), c, opts("log", log, "script"), consumer.Options{Count: 1, Wait: time.Second})
+	evs := readLog(t, log)
+	if len(eventsOf(evs, "start")) != 1 || len(eventsOf(evs, "term")) != 1 {
+		t.Fatalf("log %v, want the command stopped", evs)
+	}
+	// The first extend is a third of the lease in; the stop follows the 410 at once.
+	if d := eventsOf(evs, "term")[0].at.Sub(eventsOf(evs, "start")[0].at); d > 1500*time.Millisecond {
+		t.Errorf("stopped %v after it started", d)
+	}
+	if b.Requests("ack") != 0 || b.Requests("nack") != 0 {
+		t.Errorf("settled after a lost lease: %d acks, %d nacks", b.Requests("ack"), b.Requests("nack"))
+	}
+	if r.Stats.LeaseLost != 1 || r.Outcome() != consumer.OutcomeLeaseGone {
+		t.Errorf("result %+v", r.Result)
+	}
+}
+
+func TestIntegrationConcurrencyAgainstTheBroker(t *testing.T) {
+	t.Parallel()
+	b, c := broker(t)
+	for range 8 {
+		if _, _, err := b.Produce("t", "", []byte("sleep 1s")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := opts("script")
+	o.Concurrency = 4
+	r := runSup(t, context.Background(), c, o, consumer.Options{Count: 8, Wait: time.Second})
+	if r.Stats.Acked != 8 || r.Outcome() != consumer.OutcomeOK {
+		t.Errorf("result %+v", r.Result)
+	}
+	if r.elapsed > 5*time.Second {
+		t.Errorf("took %v, want about 2s", r.elapsed)
+	}
+	if st := topicStats(t, b); st.Acked() != 8 || st.InFlight() != 0 {
+		t.Errorf("broker: acked %d in flight %d", st.Acked(), st.InFlight())
+	}
+}
