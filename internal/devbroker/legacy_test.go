@@ -28,7 +28,9 @@ func TestLegacyIgnoresMax(t *testing.T) {
 	}
 	// Switching back restores v3.1.
 	h.b.SetLegacy(false)
-	h.b.Produce("orders", "", []byte("m"))
+	if _, _, err := h.b.Produce("orders", "", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
 	if r := h.batch("orders", "max=10"); !strings.HasPrefix(string(r.body), `{"messages":[`) {
 		t.Fatalf("after SetLegacy(false): %v", r)
 	}
