@@ -331,7 +331,7 @@ const (
 
 // settle applies act to each handle in order and returns a status (and error text) per
 // handle, as a single ack of that handle would have answered. skip[i] leaves handle i
-// untouched (it was answered by an injected fault).
+// untouched (it was malformed, or answered by an injected fault).
 func (t *topic) settle(hs []handle, skip []bool, act action, legacy bool) ([]int, []string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
