@@ -672,3 +672,37 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestAMessageInRetryDelayKeepsItsSlot(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join(t.TempDir(), "log")
+	src := consumertest.New()
+	src.Push(msg("fail", "exit 1"))
+	o := opts("log", log, "script")
+	o.Concurrency = 2
+	o.RetryDelay = time.Second
+	runSup(t, context.Background(), src, o, consumer.Options{Timeout: 1500 * time.Millisecond, Wait: 100 * time.Millisecond})
+	ends := eventsOf(readLog(t, log), "end")
+	nacks := src.Handles(client.Nack)
+	if len(ends) != 1 || len(nacks) != 1 {
+		t.Fatalf("ends %v nacks %v", ends, nacks)
+	}
+	var nackAt time.Time
+	for _, s := range src.Settles() {
+		if s.Action == client.Nack {
+			nackAt = s.At
+		}
+	}
+	during := 0
+	for _, c := range src.Consumes() {
+		if c.At.After(ends[0].at) && c.At.Before(nackAt) {
+			during++
+			if c.Opts.Max != 1 {
+				t.Errorf("a consume during the retry delay asked for %d, want 1: the held lease takes a slot", c.Opts.Max)
+			}
+		}
+	}
+	if during == 0 {
+		t.Error("no consume during the retry delay")
+	}
+}

@@ -17,6 +17,8 @@ import (
 type Consume struct {
 	Opts client.ConsumeOptions
 	Got  int
+	// At is when the request was made.
+	At time.Time
 }
 
 // Settle is one recorded settlement request.
@@ -89,6 +91,7 @@ func (s *Source) FailNextConsume(err error) {
 // Consume hands out up to o.Max queued messages (one when Max is 0), waiting up to
 // o.Wait for the first.
 func (s *Source) Consume(ctx context.Context, topic string, o client.ConsumeOptions) (*client.ConsumeResult, error) {
+	at := time.Now()
 	var deadline <-chan time.Time
 	if o.Wait > 0 {
 		t := time.NewTimer(o.Wait)
@@ -99,7 +102,7 @@ func (s *Source) Consume(ctx context.Context, topic string, o client.ConsumeOpti
 		s.mu.Lock()
 		if err := s.consumeErr; err != nil {
 			s.consumeErr = nil
-			s.consumes = append(s.consumes, Consume{Opts: o})
+			s.consumes = append(s.consumes, Consume{Opts: o, At: at})
 			s.mu.Unlock()
 			return nil, err
 		}
@@ -107,7 +110,7 @@ func (s *Source) Consume(ctx context.Context, topic string, o client.ConsumeOpti
 			n := min(max(o.Max, 1)+s.Over, len(s.queue))
 			got := slices.Clone(s.queue[:n])
 			s.queue = s.queue[n:]
-			s.consumes = append(s.consumes, Consume{Opts: o, Got: n})
+			s.consumes = append(s.consumes, Consume{Opts: o, Got: n, At: at})
 			s.mu.Unlock()
 			return &client.ConsumeResult{Messages: got}, nil
 		}
@@ -117,7 +120,7 @@ func (s *Source) Consume(ctx context.Context, topic string, o client.ConsumeOpti
 		case <-arrived:
 		case <-deadline:
 			s.mu.Lock()
-			s.consumes = append(s.consumes, Consume{Opts: o})
+			s.consumes = append(s.consumes, Consume{Opts: o, At: at})
 			s.mu.Unlock()
 			return &client.ConsumeResult{}, nil
 		case <-ctx.Done():
