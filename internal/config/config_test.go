@@ -1,0 +1,157 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func newFlags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("narad", pflag.ContinueOnError)
+	for _, name := range []string{"server", "user", "password", "context", "ca-cert"} {
+		fs.String(name, "", "")
+	}
+	fs.Bool("insecure", false, "")
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func clearEnv(t *testing.T) {
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
+func testFile() *File {
+	return &File{
+		CurrentContext: "prod",
+		Contexts: map[string]Context{
+			"prod":  {Server: "https://narad.example.com", User: "app", Password: "s3cret"},
+			"local": {Server: "http://127.0.0.1:7942"},
+		},
+		path: "/nonexistent/config.yaml",
+	}
+}
+
+func TestResolveLayering(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    Connection
+		wantErr bool
+	}{
+		{name: "default without contexts", want: Connection{Server: DefaultServer}},
+		{name: "current context", args: nil,
+			want: Connection{Server: "https://narad.example.com", User: "app", Password: "s3cret", Context: "prod"}},
+		{name: "--server elsewhere drops the context's credentials", args: []string{"--server", "http://evil.example.com"},
+			want: Connection{Server: "http://evil.example.com", Context: "prod", DroppedCredentials: true}},
+		{name: "NARAD_ADDR elsewhere drops them too", env: map[string]string{"NARAD_ADDR": "https://narad.example.com:8443"},
+			want: Connection{Server: "https://narad.example.com:8443", Context: "prod", DroppedCredentials: true}},
+		{name: "same origin spelled differently keeps them", args: []string{"--server", "https://NARAD.example.com:443/"},
+			want: Connection{Server: "https://NARAD.example.com:443/", User: "app", Password: "s3cret", Context: "prod"}},
+		{name: "flag beats env beats context", env: map[string]string{"NARAD_USER": "envuser", "NARAD_PASS": "envpass"},
+			args: []string{"--user", "flaguser"},
+			want: Connection{Server: "https://narad.example.com", User: "flaguser", Password: "envpass", Context: "prod"}},
+		{name: "another user does not get the saved password", args: []string{"--user", "other"},
+			want: Connection{Server: "https://narad.example.com", User: "other", Context: "prod"}},
+		{name: "--context picks another", args: []string{"--context", "local"},
+			want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
+		{name: "NARAD_CONTEXT picks another", env: map[string]string{"NARAD_CONTEXT": "local"},
+			want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
+		{name: "unknown context", args: []string{"--context", "nope"}, wantErr: true},
+		{name: "bad server", args: []string{"--server", "ftp://x"}, wantErr: true},
+		{name: "credentials in the URL refused", args: []string{"--server", "http://u:p@host"}, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			f := testFile()
+			if tc.name == "default without contexts" {
+				f = &File{Contexts: map[string]Context{}}
+			}
+			got, err := Resolve(newFlags(t, tc.args...), f)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got %+v", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSaveIsPrivateAndRoundTrips(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// An existing world-readable file must end up 0600 too.
+	if err := os.WriteFile(path, []byte("contexts: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Contexts["Prod"] = Context{Server: "https://x", User: "u", Password: "p"}
+	f.CurrentContext = "Prod"
+	if err := f.Save(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	}
+	g, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.CurrentContext != "Prod" || g.Contexts["Prod"].Password != "p" {
+		t.Errorf("round trip lost data (context names must keep their case): %+v", g)
+	}
+}
+
+func TestLoadMissingAndInvalid(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Load(filepath.Join(dir, "missing.yaml"))
+	if err != nil || len(f.Contexts) != 0 {
+		t.Fatalf("missing file: %v %+v", err, f)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("contexts: [\n"), 0o600)
+	if _, err := Load(bad); err == nil {
+		t.Fatal("want an error for invalid YAML")
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	env := map[string]string{"XDG_CONFIG_HOME": "/x", "HOME": "/h"}
+	p, _ := DefaultPath(func(k string) string { return env[k] })
+	if p != "/x/narad/config.yaml" {
+		t.Errorf("got %s", p)
+	}
+	delete(env, "XDG_CONFIG_HOME")
+	p, _ = DefaultPath(func(k string) string { return env[k] })
+	if p != "/h/.config/narad/config.yaml" {
+		t.Errorf("got %s", p)
+	}
+}
