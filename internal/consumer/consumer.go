@@ -134,6 +134,22 @@ const (
 	OutcomeInterrupted
 )
 
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeCountUnmet:
+		return "count unmet"
+	case OutcomeLeaseGone:
+		return "lease gone"
+	case OutcomeInterrupted:
+		return "interrupted"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
 // Result is how a run ended.
 type Result struct {
 	Reason Reason

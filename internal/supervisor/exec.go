@@ -51,7 +51,8 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	cmd := exec.Command(s.o.Command[0], s.o.Command[1:]...)
 	cmd.Env = s.envFor(m)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig covers the one case the supervisor cannot: narad itself killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	// The child has its own copies; ours would keep the pipes open forever.
 	closeAll(inR, outW, errW)
