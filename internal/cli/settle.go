@@ -317,7 +317,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 
 // requestPrefix is the method and URL a transport error starts with; the handle
 // is already on the line, and the URL repeats it.
-var requestPrefix = regexp.MustCompile(`^[A-Z]+ "[^"]*": `)
+var requestPrefix = regexp.MustCompile(`^[A-Za-z]+ "[^"]*": `)
 
 // settleFailureLine is the stderr line for one handle's result, "" on success:
 // "narad: ack 4:0:123: lease gone (410 receipt handle no longer matches ...)".

@@ -1,0 +1,343 @@
+package cli
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/iostreams"
+)
+
+// cliResult is what one in-process run of narad left behind.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs narad in-process with stdin, a config file of its own and no NARAD_*
+// variables from the developer's environment; tty sets all three streams' terminal facts.
+func runCLI(t *testing.T, stdin io.Reader, tty bool, args ...string) cliResult {
+	t.Helper()
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, out, errOut := iostreams.Test()
+	if stdin != nil {
+		ios.In = stdin
+	}
+	ios.SetTTY(tty, tty, tty)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	env := map[string]string{"NARAD_CONFIG": cfg}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	code := Run(f, args)
+	return cliResult{code, out.String(), errOut.String()}
+}
+
+// produceServer is a fake node that records produces: 404 for topic "nope", 413 for
+// bodies over 10 bytes, 400 for empty ones.
+type produceServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []string // body, and ?key= / ?partition= when present
+	hits int
+}
+
+func newProduceServer(t *testing.T) *produceServer {
+	s := &produceServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.hits++
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case r.URL.Path == "/v1/topics/nope/produce":
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":"topic \"nope\" not found"}`)
+		case len(body) == 0:
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"message required"}`)
+		case len(body) > 10:
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			io.WriteString(w, `{"error":"message too large"}`)
+		default:
+			rec := string(body)
+			if r.URL.Query().Has("key") {
+				rec += " key=" + r.URL.Query().Get("key")
+			}
+			if p := r.URL.Query().Get("partition"); p != "" {
+				rec += " p=" + p
+			}
+			s.got = append(s.got, rec)
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *produceServer) produced() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+func TestProduceArgumentsInOrder(t *testing.T) {
+	s := newProduceServer(t)
+	r := runCLI(t, nil, false, "produce", "t", "one", "two", "three", "-s", s.URL, "-k", "k1", "--count", "2")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	want := []string{"one key=k1", "one key=k1", "two key=k1", "two key=k1", "three key=k1", "three key=k1"}
+	if got := s.produced(); !slices.Equal(got, want) {
+		t.Errorf("produced %q, want %q", got, want)
+	}
+	if !strings.HasPrefix(r.stderr, "produced 6 messages (22 B) in ") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want the one summary line", r.stderr)
+	}
+}
+
+func TestProduceLinesStreamsAndReports(t *testing.T) {
+	s := newProduceServer(t)
+	in := "a\r\n\nthis line is too long\nb\n\n"
+	r := runCLI(t, strings.NewReader(in), false, "produce", "t", "--lines", "--partition", "3", "-s", s.URL)
+	if r.code != ExitFailed {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	if got, want := s.produced(), []string{"a p=3", "b p=3"}; !slices.Equal(got, want) {
+		t.Errorf("produced %q, want %q", got, want)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stderr %q: want a report and a summary", r.stderr)
+	}
+	if want := "narad: line 3: 413 message too large (21 bytes; a message is at most 1 MiB)"; lines[0] != want {
+		t.Errorf("report %q, want %q", lines[0], want)
+	}
+	if !strings.HasPrefix(lines[1], "produced 2 messages (2 B) in ") || !strings.HasSuffix(lines[1], "s, 1 failed") {
+		t.Errorf("summary %q", lines[1])
+	}
+}
+
+func TestProduceFatalIsOneLine(t *testing.T) {
+	s := newProduceServer(t)
+	r := runCLI(t, nil, false, "produce", "nope", "a", "b", "c", "-j", "2", "-s", s.URL)
+	if r.code != ExitFailed {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	want := "narad: produce: 404 topic \"nope\" not found (no topic nope on " + s.URL + "; see narad topic ls)\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	s.mu.Lock()
+	hits := s.hits
+	s.mu.Unlock()
+	if hits > 2 {
+		t.Errorf("%d requests after a 404, want at most one per worker", hits)
+	}
+}
+
+// A read that blocks forever (a terminal, an endless pipe) must not keep a fatal
+// error from being reported.
+func TestProduceFatalDoesNotWaitForInput(t *testing.T) {
+	s := newProduceServer(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go io.WriteString(pw, "x\n")
+	done := make(chan cliResult, 1)
+	go func() { done <- runCLI(t, pr, false, "produce", "nope", "--lines", "-s", s.URL) }()
+	select {
+	case r := <-done:
+		if r.code != ExitFailed || !strings.Contains(r.stderr, "404") {
+			t.Errorf("exit %d stderr %q", r.code, r.stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("produce waited for more input after a 404")
+	}
+}
+
+func TestProduceJSONLines(t *testing.T) {
+	s := newProduceServer(t)
+	in := `{"topic":"a","key":"k","payload":{"a": 1},"timestamp":1}
+{"topic":"a","payload":"text","timestamp":1}
+{"topic":"a","key":"//4=","key_encoding":"base64","payload":"aGk=","payload_encoding":"base64"}
+{oops
+`
+	r := runCLI(t, strings.NewReader(in), false, "produce", "t", "--json", "-s", s.URL)
+	if r.code != ExitFailed {
+		t.Errorf("exit %d, want 1 (a bad line)", r.code)
+	}
+	want := []string{`{"a": 1} key=k`, "text", "hi key=\xff\xfe"}
+	if got := s.produced(); !slices.Equal(got, want) {
+		t.Errorf("produced %q, want %q", got, want)
+	}
+	if !strings.HasPrefix(r.stderr, "narad: line 4: not a JSON message line: ") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+func TestParseProduceJSONLine(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name, line string
+		body       string
+		key        *string
+		err        string
+	}{
+		{"json verbatim", `{"payload":{"b":  [1, 2]} ,"key":"k"}`, `{"b":  [1, 2]}`, str("k"), ""},
+		{"json number", `{"payload":42}`, `42`, nil, ""},
+		{"text", `{"payload":"hello"}`, "hello", nil, ""},
+		{"text with escapes", `{"payload":"a\nb\u00e9\"q\""}`, "a\nbé\"q\"", nil, ""},
+		{"base64", `{"payload":"iVBORw0KGgo=","payload_encoding":"base64"}`, "\x89PNG\r\n\x1a\n", nil, ""},
+		{"base64 key", `{"payload":"x","key":"AP8=","key_encoding":"base64"}`, "x", str("\x00\xff"), ""},
+		{"empty key is a key", `{"payload":"x","key":""}`, "x", str(""), ""},
+		{"not json", `hello`, "", nil, "not a JSON message line"},
+		{"no payload", `{"topic":"t"}`, "", nil, "no payload field"},
+		{"unknown encoding", `{"payload":"x","payload_encoding":"rot13"}`, "", nil, "rot13"},
+		{"bad base64", `{"payload":"!!","payload_encoding":"base64"}`, "", nil, "base64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body, key, err := parseProduceJSONLine([]byte(tt.line))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want one with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(body) != tt.body {
+				t.Errorf("body %q, want %q", body, tt.body)
+			}
+			if (key == nil) != (tt.key == nil) || (key != nil && *key != *tt.key) {
+				t.Errorf("key %v, want %v", key, tt.key)
+			}
+		})
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader("ab\r\n\ncdefgh\nij"), 16)
+	type line struct {
+		s string
+		n int64
+	}
+	var got []line
+	for {
+		l, n, err := readLine(r, 5)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, line{string(l), n})
+	}
+	want := []line{{"ab", 2}, {"", 0}, {"", 6}, {"ij", 2}}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %v, want %v (a line over the limit comes back empty with its length)", got, want)
+	}
+}
+
+func TestProduceFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"t", "a"}, 0, ""},
+		{[]string{"t", "a", "--file", "x"}, ExitUsage, "not both"},
+		{[]string{"t", "--lines", "--json"}, ExitUsage, "cannot be used together"},
+		{[]string{"t", "a", "--json"}, ExitUsage, "not MESSAGE arguments"},
+		{[]string{"t", "a", "--count", "0"}, ExitUsage, "--count"},
+		{[]string{"t", "a", "-j", "1000"}, ExitUsage, "--concurrency"},
+		{[]string{"t", "a", "--partition", "-2"}, ExitUsage, "--partition"},
+		{[]string{}, ExitUsage, "takes a topic"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			f := &Factory{IO: ios}
+			var got *produceOptions
+			cmd := produceCmd(f, func(_ *Factory, o *produceOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			err := cmd.Execute()
+			if code := exitCodeFor(err); code != tt.code || (tt.err != "" && !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("exit %d err %v, want %d with %q", code, err, tt.code, tt.err)
+			}
+			if tt.code == 0 && (got == nil || got.Key != nil || got.Partition != nil || got.Count != 1 || got.Concurrency != 1) {
+				t.Errorf("options %+v: want no key, no partition, count 1, -j 1", got)
+			}
+		})
+	}
+
+	// An empty key is still a key: -k "" is sent as key=.
+	ios, _, _, _ := iostreams.Test()
+	var got *produceOptions
+	cmd := produceCmd(&Factory{IO: ios}, func(_ *Factory, o *produceOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"t", "a", "-k", "", "--partition", "0"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Key == nil || *got.Key != "" || got.Partition == nil || *got.Partition != 0 {
+		t.Errorf("key %v partition %v, want an empty key and partition 0", got.Key, got.Partition)
+	}
+}
+
+func TestProduceSummary(t *testing.T) {
+	tests := []struct {
+		n, size, failed int64
+		d               time.Duration
+		want            string
+	}{
+		{1000, 48026, 0, 410 * time.Millisecond, "produced 1000 messages (46.9 KiB) in 0.41s"},
+		{1, 5, 0, 0, "produced 1 message (5 B) in 0.00s"},
+		{0, 0, 2, 1500 * time.Millisecond, "produced 0 messages (0 B) in 1.50s, 2 failed"},
+	}
+	for _, tt := range tests {
+		if got := produceSummary(tt.n, tt.size, tt.failed, tt.d); got != tt.want {
+			t.Errorf("produceSummary(%d, %d, %d, %v) = %q, want %q", tt.n, tt.size, tt.failed, tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 48026: "46.9 KiB",
+		2 << 20: "2.0 MiB", 3 << 30: "3.0 GiB"} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// On a terminal a progress line is drawn and then cleared before the summary.
+func TestProgressLine(t *testing.T) {
+	var b strings.Builder
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return b.Write(p) })
+	p := newProgressLine(w)
+	stop := p.run(time.Millisecond, time.Millisecond, func() string { return "produced 3 messages…" })
+	time.Sleep(20 * time.Millisecond)
+	p.println("a failure\n")
+	stop()
+	mu.Lock()
+	got := b.String()
+	mu.Unlock()
+	if !strings.Contains(got, "\r\x1b[Kproduced 3 messages…") || !strings.Contains(got, "\r\x1b[Ka failure\n") {
+		t.Errorf("output %q: want the progress drawn, then cleared before the line", got)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
