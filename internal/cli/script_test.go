@@ -45,6 +45,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
 			env.Setenv("TZ", "UTC")
 			env.Setenv("NO_COLOR", "")
+			// The race runtime otherwise holds every exit of the narad under test for 1 s.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
