@@ -161,10 +161,10 @@ func produceRun(f *Factory, opts *produceOptions) error {
 	defer cancel()
 
 	st := &produceState{f: f, opts: opts, c: c, start: f.Now(), cancel: cancel}
+	stopProgress := func() {}
 	if f.IO.IsStderrTTY() {
 		st.progress = newProgressLine(f.IO.ErrOut)
-		stop := st.progress.run(time.Second, 500*time.Millisecond, st.progressText)
-		defer stop()
+		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, st.progressText)
 	}
 	if in != nil && f.IO.IsStdinTTY() && where == "stdin" {
 		what := "one message"
@@ -174,8 +174,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		st.printf("narad: reading %s from stdin until end of input (Ctrl-D)\n", what)
 	}
 
-	type job struct{ rec *produceRecord }
-	jobs := make(chan job, opts.Concurrency)
+	jobs := make(chan *produceRecord, opts.Concurrency)
 	readDone := make(chan error, 1)
 	go func() {
 		defer close(jobs)
@@ -186,7 +185,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 			}
 			for range n {
 				select {
-				case jobs <- job{rec}:
+				case jobs <- rec:
 				case <-ctx.Done():
 					return false
 				}
@@ -200,11 +199,11 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		wg.Go(func() {
 			for {
 				select {
-				case j, ok := <-jobs:
+				case rec, ok := <-jobs:
 					if !ok {
 						return
 					}
-					st.send(ctx, j.rec)
+					st.send(ctx, rec)
 				case <-ctx.Done():
 					return
 				}
@@ -219,6 +218,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 	if ctx.Err() == nil {
 		readErr = <-readDone
 	}
+	stopProgress()
 	st.summary()
 	if st.fatal != nil {
 		return st.fatal

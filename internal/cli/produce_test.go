@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -341,3 +342,39 @@ func TestProgressLine(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// SIGINT stops reading and sending; the summary still says what was produced, and
+// the exit is 130.
+func TestProduceInterrupted(t *testing.T) {
+	s := newProduceServer(t)
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ios, _, _, errOut := iostreams.Test()
+	ios.In = pr
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	done := make(chan int, 1)
+	go func() { done <- Run(f, []string{"produce", "t", "--lines", "-s", s.URL}) }()
+	io.WriteString(pw, "first\n")
+	for deadline := time.Now().Add(5 * time.Second); len(s.produced()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first line was not sent while stdin stayed open")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.Signals.Trigger(syscall.SIGINT)
+	select {
+	case code := <-done:
+		if code != ExitInterrupted {
+			t.Errorf("exit %d, want 130", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("produce did not stop at SIGINT")
+	}
+	if got := errOut.String(); !strings.HasPrefix(got, "produced 1 message (5 B) in ") {
+		t.Errorf("stderr %q, want the summary", got)
+	}
+}

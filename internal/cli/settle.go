@@ -207,9 +207,7 @@ func gather(ctx context.Context, items <-chan settleItem) (batch []settleItem, o
 				return batch, true
 			}
 			batch = append(batch, it)
-			if !t.Stop() {
-				<-t.C
-			}
+			// Since Go 1.23 Reset drops a value the timer may have left in t.C.
 			t.Reset(settleLinger)
 		case <-t.C:
 			return batch, true
