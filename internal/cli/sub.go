@@ -213,7 +213,9 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 
 	var h consumer.Handler
 	if opts.command == nil {
-		h = consumer.NewPrinter(f.IO.Out, r)
+		p := consumer.NewPrinter(f.IO.Out, r)
+		p.StopOn(f.Signals.Soft)
+		h = p
 	} else {
 		if h, err = newSupervisor(f, c, opts); err != nil {
 			return err

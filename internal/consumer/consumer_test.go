@@ -568,3 +568,37 @@ func TestInvalidOptions(t *testing.T) {
 		t.Error("consumed with invalid options")
 	}
 }
+
+// stuckWriter never returns from Write, like a pipe whose reader stopped reading.
+type stuckWriter struct{ entered chan struct{} }
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	close(w.entered)
+	select {}
+}
+
+func TestPrinterStopAbandonsABlockedWriteAndGivesTheBatchBack(t *testing.T) {
+	src := consumertest.New()
+	src.Add("t", 4)
+	w := &stuckWriter{entered: make(chan struct{})}
+	stop := make(chan struct{})
+	p := consumer.NewPrinter(w, lines{})
+	p.StopOn(stop)
+	go func() {
+		<-w.entered
+		close(stop)
+	}()
+	res, err := consumer.Run(context.Background(), src, p, consumer.Options{Topic: "t", Stop: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := src.Handles(client.Ack); len(got) != 0 {
+		t.Errorf("acked %v, want nothing: no write finished", got)
+	}
+	if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, []string{"h0", "h1", "h2", "h3"}) {
+		t.Errorf("nacked %v, want the whole batch given back", got)
+	}
+	if res.Outcome() != consumer.OutcomeInterrupted {
+		t.Errorf("outcome %v, want interrupted", res.Outcome())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/narad/narad/internal/client"
 )
@@ -35,7 +36,19 @@ type Printer struct {
 
 	acks chan struct{} // a token per batch whose ack is in flight
 	wg   sync.WaitGroup
+
+	// stop, when set, abandons a write that is blocked (a reader that stopped
+	// reading) so a signal still gives the batch back instead of hanging on it.
+	stop <-chan struct{}
 }
+
+// abandonGrace is how long a blocked write may still finish after a stop.
+const abandonGrace = 200 * time.Millisecond
+
+// StopOn makes a write still blocked when ch closes (the soft stop) give up: the
+// batch is given back whole and the run ends. The abandoned write may still complete
+// later, so those lines can be printed and delivered again: at least once, never lost.
+func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
@@ -52,7 +65,7 @@ func (p *Printer) Slots(ctx context.Context) (int, error) {
 
 // Handle prints ds and settles every one of them: acked if written whole, else given
 // back. A write error ends the run: a closed pipe as ErrOutputClosed, else as itself.
-func (p *Printer) Handle(_ context.Context, ds []Delivery) error {
+func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	buf, ends := p.buf[:0], p.ends[:0]
 	var renderErr error
 	for _, d := range ds {
@@ -70,7 +83,12 @@ func (p *Printer) Handle(_ context.Context, ds []Delivery) error {
 	var werr error
 	written := 0
 	if len(buf) > 0 {
-		n, err := p.w.Write(buf)
+		n, abandoned, err := p.write(ctx, buf)
+		if abandoned {
+			p.buf, p.ends = nil, nil // the stuck write still owns buf
+			_ = NackAll(ds, GiveBack)
+			return fmt.Errorf("%w: a write was still blocked at the stop", ErrOutputClosed)
+		}
 		if err == nil && n < len(buf) {
 			err = io.ErrShortWrite
 		}
@@ -101,6 +119,35 @@ func (p *Printer) Handle(_ context.Context, ds []Delivery) error {
 		return fmt.Errorf("write output: %w", werr)
 	}
 	return renderErr
+}
+
+// write writes buf, on the caller's goroutine unless a stop can interrupt it.
+func (p *Printer) write(ctx context.Context, buf []byte) (n int, abandoned bool, err error) {
+	if p.stop == nil {
+		n, err = p.w.Write(buf)
+		return n, false, err
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := p.w.Write(buf)
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		return r.n, false, r.err
+	case <-p.stop:
+	case <-ctx.Done():
+	}
+	select {
+	case r := <-done:
+		return r.n, false, r.err
+	case <-time.After(abandonGrace):
+		return 0, true, nil
+	}
 }
 
 // Finish waits for the acks still on their way.
