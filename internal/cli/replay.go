@@ -111,25 +111,9 @@ func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Opt
 		if errors.Is(err, replay.ErrNoSuchPartition) {
 			return usageErrorf("%v", err)
 		}
-		return apiError(err, ro.Topic)
+		return apiFatal(f, c, err, "replay", ro.Topic)
 	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
 	}
 	return nil
-}
-
-// apiError turns a client error into the one fatal line with a hint.
-func apiError(err error, topic string) error {
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		switch ce.Status {
-		case 401:
-			return exitWith(ExitFailed, fmt.Errorf("%v (check --user/--password or the context's credentials)", err))
-		case 403:
-			return exitWith(ExitFailed, fmt.Errorf("%v (the user lacks a grant for topic %q)", err, topic))
-		case 404:
-			return exitWith(ExitFailed, fmt.Errorf("%v (no topic %q? see narad topic ls)", err, topic))
-		}
-	}
-	return exitWith(ExitFailed, err)
 }

@@ -224,7 +224,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
 	printStats(f, opts.stats, res.Stats)
 	if err != nil && res.Reason == consumer.StopFailed {
-		return apiError(err, opts.topic)
+		return apiFatal(f, c, err, "consume", opts.topic)
 	}
 	switch res.Outcome() {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
@@ -271,7 +271,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.
 		defer cancel()
 		t, err := c.Topic(ctx, opts.topic)
 		if err != nil {
-			return nil, apiError(err, opts.topic)
+			return nil, apiFatal(f, c, err, "topic info", opts.topic)
 		}
 		lease = time.Duration(t.VisibilityTimeoutMs) * time.Millisecond
 		if lease <= 0 {

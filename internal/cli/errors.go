@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+// describeErr is err's text with the method and URL of a transport error left out:
+// "produce: dial tcp 127.0.0.1:1: connect: connection refused".
+func describeErr(err error) string {
+	s := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		s = strings.Replace(s, ue.Error(), ue.Err.Error(), 1)
+	}
+	return s
+}
+
+// apiFatal is the one line for an error that stops a command (exit 1), with a hint
+// on what to do about it. op names what was being done, topic is "" when none.
+func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
+	var hint string
+	switch client.StatusOf(err) {
+	case 0:
+		if errors.Is(err, context.Canceled) {
+			return exitWith(ExitFailed, nil) // a signal: the exit code says it
+		}
+		hint = fmt.Sprintf("cannot reach %s; check --server or the context", c.BaseURL())
+	case http.StatusUnauthorized:
+		hint = "check --user and --password, or the context's"
+		if conn, cerr := f.Connection(); cerr == nil && conn.DroppedCredentials {
+			hint = fmt.Sprintf("the current context's credentials are not sent to %s, which is not its server; pass --user and --password", c.BaseURL())
+		}
+	case http.StatusForbidden:
+		if topic != "" {
+			hint = fmt.Sprintf("the user has no %s grant for topic %s", grantFor(op), render.Escape(topic))
+		} else {
+			hint = fmt.Sprintf("the user has no %s grant", grantFor(op))
+		}
+	case http.StatusNotFound:
+		if topic != "" {
+			hint = fmt.Sprintf("no topic %s on %s; see narad topic ls", render.Escape(topic), c.BaseURL())
+		}
+	case http.StatusTooManyRequests:
+		hint = "the node is limiting requests; wait and try again"
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
+		hint = "retried with backoff; try again later"
+	}
+	msg := describeErr(err)
+	if hint != "" {
+		msg += " (" + hint + ")"
+	}
+	return exitWith(ExitFailed, errors.New(msg))
+}
+
+// grantFor is the grant an operation needs (API.md, "Grants").
+func grantFor(op string) string {
+	switch op {
+	case "produce":
+		return "produce"
+	case "ack", "extend", "nack", "topic info", "consume", "replay":
+		return "consume"
+	case "create topic":
+		return "create"
+	}
+	return "admin"
+}
