@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -121,22 +122,30 @@ func tableRow(row []string, n int, keep bool) []string {
 }
 
 func plainTable(w io.Writer, headers []string, rows [][]string) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	// Every cell is tab-terminated, even an empty last one: a shorter line would end
+	// tabwriter's column block and misalign the lines after it. The padding this
+	// leaves at line ends is trimmed afterwards.
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	if headers != nil {
-		if _, err := fmt.Fprintln(tw, strings.Join(headers, "\t")); err != nil {
-			return err
-		}
+		fmt.Fprintln(tw, strings.Join(headers, "\t")+"\t")
 	}
 	for _, row := range rows {
-		// Padding cells of a short row would leave trailing spaces.
-		for len(row) > 0 && row[len(row)-1] == "" {
-			row = row[:len(row)-1]
-		}
-		if _, err := fmt.Fprintln(tw, strings.Join(row, "\t")); err != nil {
-			return err
-		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		out.WriteString(strings.TrimRight(line, " \n"))
+		out.WriteByte('\n')
+	}
+	_, err := w.Write(out.Bytes())
+	return err
 }
 
 // isTerminal reports whether w is a terminal, for writers that expose a descriptor.
