@@ -126,7 +126,7 @@ func ValidateContextName(name string) error {
 // ValidateServer checks that s is an http(s) URL with a host.
 func ValidateServer(s string) error {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || strings.HasSuffix(u.Host, ":") {
 		return fmt.Errorf("invalid server %q (want http://HOST:PORT or https://HOST)", s)
 	}
 	if u.User != nil {

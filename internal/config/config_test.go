@@ -67,6 +67,7 @@ func TestResolveLayering(t *testing.T) {
 			want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
 		{name: "unknown context", args: []string{"--context", "nope"}, wantErr: true},
 		{name: "bad server", args: []string{"--server", "ftp://x"}, wantErr: true},
+		{name: "empty port", args: []string{"--server", "http://127.0.0.1:"}, wantErr: true},
 		{name: "credentials in the URL refused", args: []string{"--server", "http://u:p@host"}, wantErr: true},
 	}
 	for _, tc := range cases {
