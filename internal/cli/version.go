@@ -45,7 +45,7 @@ func buildInfo() versionInfo {
 		}
 	}
 	if v.Version == "" {
-		v.Version = "dev"
+		v.Version = "v0.0.0-devel"
 	}
 	if v.Commit == "" {
 		v.Commit = "unknown"
