@@ -1,0 +1,141 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// fakeTopic holds partitions of messages; offsets below oldest are gone (410).
+type fakeTopic struct {
+	parts  [][]string
+	oldest []int64
+	calls  int
+}
+
+func (f *fakeTopic) Topic(ctx context.Context, name string) (*client.Topic, error) {
+	if name != "t" {
+		return nil, &client.Error{Op: "topic", Status: 404, Message: "not found"}
+	}
+	t := &client.Topic{Name: name, Partitions: len(f.parts)}
+	for i, p := range f.parts {
+		var oldest int64
+		if f.oldest != nil {
+			oldest = f.oldest[i]
+		}
+		t.PartitionStats = append(t.PartitionStats, client.PartitionStats{Index: i, OldestOffset: oldest, HighWatermark: int64(len(p))})
+	}
+	return t, nil
+}
+
+func (f *fakeTopic) Replay(ctx context.Context, topic string, p int, off int64) (*client.Message, error) {
+	f.calls++
+	if f.oldest != nil && off < f.oldest[p] {
+		return nil, &client.Error{Op: "replay", Status: 410, Message: "gone"}
+	}
+	if off >= int64(len(f.parts[p])) {
+		return nil, nil
+	}
+	return &client.Message{Topic: topic, Partition: p, Offset: off, Payload: []byte(`"` + f.parts[p][off] + `"`)}, nil
+}
+
+func collect(t *testing.T, src Source, o Options) ([]string, error) {
+	t.Helper()
+	var got []string
+	_, err := Run(context.Background(), src, o, func(m *client.Message) error {
+		got = append(got, fmt.Sprintf("p%d@%d=%s", m.Partition, m.Offset, m.Payload))
+		return nil
+	})
+	return got, err
+}
+
+func TestReadsEachPartitionInTurnToItsTail(t *testing.T) {
+	src := &fakeTopic{parts: [][]string{{"a", "b"}, {}, {"c"}}}
+	got, err := collect(t, src, Options{Topic: "t", To: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`p0@0="a"`, `p0@1="b"`, `p2@0="c"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestOffsetToAndCount(t *testing.T) {
+	src := &fakeTopic{parts: [][]string{{"a", "b", "c", "d"}, {"e"}}}
+	p := 0
+	got, _ := collect(t, src, Options{Topic: "t", Partition: &p, Start: FromOffset, Offset: 1, To: 2})
+	if want := []string{`p0@1="b"`, `p0@2="c"`}; !slices.Equal(got, want) {
+		t.Errorf("--offset 1 --to 2: got %v, want %v", got, want)
+	}
+	got, _ = collect(t, src, Options{Topic: "t", To: -1, Count: 2})
+	if want := []string{`p0@0="a"`, `p0@1="b"`}; !slices.Equal(got, want) {
+		t.Errorf("--count 2: got %v, want %v", got, want)
+	}
+}
+
+func TestSkipsWhatRetentionDropped(t *testing.T) {
+	src := &fakeTopic{parts: [][]string{{"a", "b", "c"}}, oldest: []int64{2}}
+	p := 0
+	got, err := collect(t, src, Options{Topic: "t", Partition: &p, Start: FromOffset, Offset: 0, To: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`p0@2="c"`}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+func TestFromTailFollowsNewMessagesOnly(t *testing.T) {
+	src := &fakeTopic{parts: [][]string{{"old"}, {}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var got []string
+	wrapped := &growing{fakeTopic: src, after: 3}
+	_, err := Run(ctx, wrapped, Options{Topic: "t", Start: FromTail, To: -1, Follow: true, Count: 1, PollInterval: time.Millisecond},
+		func(m *client.Message) error {
+			got = append(got, string(m.Payload))
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`"new"`}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want only the message produced after the start", got)
+	}
+}
+
+// growing appends a message to partition 1 after a few replay calls.
+type growing struct {
+	*fakeTopic
+	after int
+}
+
+func (g *growing) Replay(ctx context.Context, topic string, p int, off int64) (*client.Message, error) {
+	if g.calls == g.after {
+		g.parts[1] = append(g.parts[1], "new")
+	}
+	return g.fakeTopic.Replay(ctx, topic, p, off)
+}
+
+func TestNoSuchPartitionIsItsOwnError(t *testing.T) {
+	src := &fakeTopic{parts: [][]string{{"a"}}}
+	p := 7
+	_, err := collect(t, src, Options{Topic: "t", Partition: &p, To: -1})
+	if !errors.Is(err, ErrNoSuchPartition) {
+		t.Errorf("err %v, want ErrNoSuchPartition", err)
+	}
+}
+
+func TestStopEndsWithoutError(t *testing.T) {
+	src := &fakeTopic{parts: [][]string{{"a", "b", "c"}}}
+	n, err := Run(context.Background(), src, Options{Topic: "t", To: -1}, func(*client.Message) error { return ErrStop })
+	if err != nil || n != 1 {
+		t.Errorf("n %d err %v, want 1 and nil", n, err)
+	}
+}
