@@ -51,8 +51,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	cmd := exec.Command(s.o.Command[0], s.o.Command[1:]...)
 	cmd.Env = s.envFor(m)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	// Pdeathsig covers the one case the supervisor cannot: narad itself killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	err = cmd.Start()
 	// The child has its own copies; ours would keep the pipes open forever.
 	closeAll(inR, outW, errW)
@@ -78,7 +77,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	go func() {
 		_ = cmd.Wait()
 		// Whatever the command left running in its group would go on without a lease.
-		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+		_ = signalGroup(c, syscall.SIGKILL)
 		_ = inW.Close()
 		t := time.AfterFunc(outputDrain, func() { closeAll(outR, errR) })
 		pumps.Wait()
@@ -122,7 +121,7 @@ func (c *child) kill() {
 func (c *child) signal(sig syscall.Signal) {
 	// Once done, the group is gone and its id may be anyone's.
 	if !isClosed(c.done) {
-		_ = syscall.Kill(-c.pgid, sig)
+		_ = signalGroup(c, sig)
 	}
 }
 
