@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +34,11 @@ func TestMain(m *testing.M) {
 		"exitcode": helperExitCode,
 		"sleeper":  helperSleeper,
 		"envdump":  helperEnvDump,
+
+		"failon":        helperFailOn,
+		"waitfile":      helperWaitFile,
+		"maxconcurrent": helperMaxConcurrent,
+		"timed":         helperTimed,
 	})
 }
 
@@ -338,5 +344,187 @@ func helperEnvDump() {
 	sort.Strings(env)
 	for _, kv := range env {
 		fmt.Println(kv)
+	}
+}
+
+// failon WORD [D [LOG]] reads its stdin and exits 1 at once if the payload is WORD;
+// otherwise it sleeps D and exits 0. With LOG it appends "start", then "fail" or
+// "end" lines (the sleeper's format), so a script can wait for each stage.
+func helperFailOn() {
+	if len(os.Args) < 2 {
+		os.Exit(2)
+	}
+	data, _ := io.ReadAll(os.Stdin)
+	var d time.Duration
+	if len(os.Args) > 2 {
+		d, _ = time.ParseDuration(os.Args[2])
+	}
+	logf := func(what string) {
+		if len(os.Args) > 3 {
+			appendLog(os.Args[3], what)
+		}
+	}
+	logf("start")
+	if string(data) == os.Args[1] {
+		logf("fail")
+		os.Exit(1)
+	}
+	time.Sleep(d)
+	logf("end")
+}
+
+// appendLog appends "WHAT <unixnano> pP@O" to file, as sleeper does.
+func appendLog(file, what string) {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%s %d p%s@%s\n", what, time.Now().UnixNano(), os.Getenv("NARAD_PARTITION"), os.Getenv("NARAD_OFFSET"))
+	f.Close()
+}
+
+// waitfile FILE [WORD [N]] waits (up to 30 s, else exit 1) until FILE exists and is
+// not empty, or, with WORD, until N (default 1) of its lines start with WORD: the
+// ordering point of a script that must act while a command runs.
+func helperWaitFile() {
+	if len(os.Args) < 2 {
+		os.Exit(2)
+	}
+	file, word, n := os.Args[1], "", 1
+	if len(os.Args) > 2 {
+		word = os.Args[2]
+	}
+	if len(os.Args) > 3 {
+		n, _ = strconv.Atoi(os.Args[3])
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := os.ReadFile(file)
+		if err == nil && len(data) > 0 {
+			if word == "" {
+				return
+			}
+			got := 0
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(line, word) {
+					got++
+				}
+			}
+			if got >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "waitfile: %s: no %d lines of %q after 30s:\n%s", file, n, word, data)
+			os.Exit(1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// maxconcurrent LOG reads sleeper/failon "start" and "end" lines and prints
+// "runs=N ended=N max=N span=Ss": how many started and ended, the most running at
+// once, and the time from the first start to the last end, in whole seconds rounded up.
+func helperMaxConcurrent() {
+	data, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	type event struct {
+		t     int64
+		delta int
+	}
+	var events []event
+	runs, ended := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		t, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "start":
+			runs++
+			events = append(events, event{t, +1})
+		case "end", "fail":
+			ended++
+			events = append(events, event{t, -1})
+		}
+	}
+	// At equal times an end comes first: one command ending as the next starts is
+	// not two at once.
+	sort.Slice(events, func(i, j int) bool {
+		if events[i].t != events[j].t {
+			return events[i].t < events[j].t
+		}
+		return events[i].delta < events[j].delta
+	})
+	cur, most := 0, 0
+	for _, e := range events {
+		cur += e.delta
+		most = max(most, cur)
+	}
+	span := time.Duration(0)
+	if len(events) > 0 {
+		span = time.Duration(events[len(events)-1].t - events[0].t)
+	}
+	secs := int64((span + time.Second - 1) / time.Second)
+	fmt.Printf("runs=%d ended=%d max=%d span=%ds\n", runs, ended, most, secs)
+}
+
+// timed [-pidfile F] MAX PROGRAM [ARG...] runs PROGRAM with this process's stdio,
+// writing its pid to F first (whole, by a rename) so a script can signal it. It
+// then prints "exit=N" and exits 0, or exits 1 if PROGRAM took longer than MAX
+// (stopping it at MAX): a bound on a whole run that `exits` cannot give, also usable
+// in the background.
+func helperTimed() {
+	args := os.Args[1:]
+	pidfile := ""
+	if len(args) > 1 && args[0] == "-pidfile" {
+		pidfile, args = args[1], args[2:]
+	}
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: timed [-pidfile F] MAX PROGRAM [ARG...]")
+		os.Exit(2)
+	}
+	limit, err := time.ParseDuration(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "timed:", err)
+		os.Exit(2)
+	}
+	cmd := exec.Command(args[1], args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "timed:", err)
+		os.Exit(1)
+	}
+	if pidfile != "" {
+		tmp := pidfile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err == nil {
+			err = os.Rename(tmp, pidfile)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "timed:", err)
+		}
+	}
+	// Past the limit the program is stopped rather than waited for: SIGQUIT first, so
+	// that a Go program (narad) dumps its goroutines on stderr for the failure report.
+	overdue := time.AfterFunc(limit, func() {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		time.Sleep(2 * time.Second)
+		_ = cmd.Process.Kill()
+	})
+	_ = cmd.Wait()
+	took := time.Since(start)
+	overdue.Stop()
+	fmt.Printf("exit=%d\n", cmd.ProcessState.ExitCode())
+	if took > limit {
+		fmt.Fprintf(os.Stderr, "timed: %s took %s, more than %s\n", args[1], took.Round(time.Millisecond), limit)
+		os.Exit(1)
 	}
 }
