@@ -496,11 +496,15 @@ func produceSummary(n, size, failed int64, d time.Duration) string {
 	return s
 }
 
-func plural(n int64, word string) string {
+// plural is "1 word" or "N words".
+func plural(n int64, word string) string { return countOf(n, word, word+"s") }
+
+// countOf is "1 one" or "N many", for words whose plural is not just an s.
+func countOf(n int64, one, many string) string {
 	if n == 1 {
-		return "1 " + word
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // formatBytes is a size for people: 512 B, 46.9 KiB, 2.0 MiB.

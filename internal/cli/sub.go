@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +163,18 @@ func (opts *subOptions) validate(cmd *cobra.Command) error {
 	if _, err := parseExitCodes(opts.ackExitCodes); err != nil {
 		return err
 	}
+	// A command that cannot be found would fail every message it is given, and
+	// give each back to be taken again: refuse it before taking anything.
+	if _, err := exec.LookPath(opts.command[0]); err != nil {
+		why := "not found"
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
+			why = "not found in $PATH"
+		case errors.Is(err, fs.ErrPermission):
+			why = "not executable"
+		}
+		return usageErrorf("cannot run %s: %s", render.Escape(opts.command[0]), why)
+	}
 	return nil
 }
 
@@ -232,8 +247,9 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	case consumer.OutcomeCountUnmet:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.timeout, res.Stats.Received, opts.count))
 	case consumer.OutcomeLeaseGone:
-		return exitWith(ExitLeaseGone, fmt.Errorf("%d leases were gone (410): those messages may be delivered again",
-			res.Stats.LeaseLost+res.Stats.AckGone))
+		n := res.Stats.LeaseLost + res.Stats.AckGone
+		what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
+		return exitWith(ExitLeaseGone, fmt.Errorf("%s may be delivered again", what))
 	}
 	if err != nil {
 		return exitWith(ExitFailed, err)
@@ -245,7 +261,7 @@ func failureSummary(res consumer.Result) string {
 	s := res.Stats
 	var parts []string
 	if res.Declined > 0 {
-		parts = append(parts, fmt.Sprintf("%d commands failed", res.Declined))
+		parts = append(parts, countOf(res.Declined, "command failed", "commands failed"))
 	}
 	if s.TimedOut > 0 {
 		parts = append(parts, fmt.Sprintf("%d timed out", s.TimedOut))
@@ -254,7 +270,7 @@ func failureSummary(res consumer.Result) string {
 		parts = append(parts, fmt.Sprintf("%d could not be handled or settled", s.Failed))
 	}
 	if s.Bugs > 0 {
-		parts = append(parts, fmt.Sprintf("%d double settlements refused (a bug)", s.Bugs))
+		parts = append(parts, countOf(s.Bugs, "double settlement refused (a bug)", "double settlements refused (a bug)"))
 	}
 	if len(parts) == 0 {
 		return "some messages were not handled"
