@@ -18,12 +18,14 @@ const (
 
 func classifyPayload(p []byte) payloadKind {
 	switch {
+	case !utf8.Valid(p):
+		// json.Valid does not check the bytes inside strings: "\xff" in quotes would
+		// pass, and emitted verbatim it would make the whole body invalid JSON.
+		return payloadBinary
 	case json.Valid(p):
 		return payloadJSON
-	case utf8.Valid(p):
-		return payloadText
 	default:
-		return payloadBinary
+		return payloadText
 	}
 }
 

@@ -135,3 +135,17 @@ func TestAppendJSONString(t *testing.T) {
 		}
 	}
 }
+
+// Point 7: bytes that parse as JSON but are not valid UTF-8 (json.Valid does not check the
+// bytes inside strings) are not "a JSON value": verbatim they would make the body invalid
+// JSON and a client would read U+FFFD. They are binary: base64 with payload_encoding.
+func TestPayloadJSONShapedBinary(t *testing.T) {
+	h := startTopic(t, TopicSpec{})
+	for _, p := range []string{"\"\xff\"", "{\"a\":\"\xc3(\"}", "[\"ok\",\"\xfe\"]"} {
+		body := consumeRaw(t, h, "", p)
+		want := `,"payload":"` + base64.StdEncoding.EncodeToString([]byte(p)) + `","payload_encoding":"base64","timestamp":`
+		if !strings.Contains(body, want) || !fieldsRE.MatchString(body) || !json.Valid([]byte(body)) {
+			t.Errorf("JSON-shaped binary %q came back as %q", p, body)
+		}
+	}
+}
