@@ -24,9 +24,10 @@ const outputDrain = time.Second
 
 // child is one started command.
 type child struct {
-	cmd  *exec.Cmd
-	pgid int
-	done chan struct{} // closed once it exited, its group is gone and its output is read
+	cmd    *exec.Cmd
+	pgid   int
+	exited chan struct{} // closed once it exited and its group was killed
+	done   chan struct{} // closed once it exited, its group is gone and its output is read
 }
 
 // start runs the command for m with stdin as its standard input, in a process group
@@ -59,7 +60,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 		closeAll(inW, outR, errR)
 		return nil, err
 	}
-	c := &child{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{})}
+	c := &child{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), done: make(chan struct{})}
 
 	prefix := ""
 	if s.o.Prefix {
@@ -78,6 +79,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 		_ = cmd.Wait()
 		// Whatever the command left running in its group would go on without a lease.
 		_ = signalGroup(c, syscall.SIGKILL)
+		close(c.exited)
 		_ = inW.Close()
 		t := time.AfterFunc(outputDrain, func() { closeAll(outR, errR) })
 		pumps.Wait()
@@ -104,7 +106,8 @@ func (c *child) terminate(ctx context.Context, grace time.Duration) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-c.done:
+	case <-c.exited:
+		c.drain()
 		return
 	case <-t.C:
 	case <-ctx.Done():
@@ -115,12 +118,26 @@ func (c *child) terminate(ctx context.Context, grace time.Duration) {
 // kill ends the process group at once and waits for it.
 func (c *child) kill() {
 	c.signal(syscall.SIGKILL)
-	<-c.done
+	<-c.exited
+	c.drain()
+}
+
+// drain waits for the output of a command that is gone, but not for ever: a stdout
+// whose reader stopped reading would otherwise hold a stop up, and the message's
+// lease with it, for as long as that reader sleeps. What is not passed on by then
+// is lost, as the output of a stopped command may be.
+func (c *child) drain() {
+	t := time.NewTimer(outputDrain)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+	}
 }
 
 func (c *child) signal(sig syscall.Signal) {
-	// Once done, the group is gone and its id may be anyone's.
-	if !isClosed(c.done) {
+	// Once it exited, the group is gone and its id may be anyone's.
+	if !isClosed(c.exited) {
 		_ = signalGroup(c, sig)
 	}
 }
