@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -209,6 +210,11 @@ func newTopic(spec TopicSpec) *topic {
 }
 
 func (t *topic) retention() time.Duration {
+	// A retention past what a Duration holds (about 292 years) would wrap negative and
+	// drop every message at once; it is as good as forever.
+	if t.spec.RetentionMs > int64(math.MaxInt64/time.Millisecond) {
+		return math.MaxInt64
+	}
 	return time.Duration(t.spec.RetentionMs) * time.Millisecond
 }
 

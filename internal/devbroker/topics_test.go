@@ -234,3 +234,28 @@ func TestRouterErrorsArePlainText(t *testing.T) {
 		t.Fatalf("preflight: %v %v", r, r.header)
 	}
 }
+
+// A retention too long for a time.Duration (say math.MaxInt64 ms, "forever") keeps
+// messages; it must not wrap negative and drop every message as it is produced.
+func TestRetentionHuge(t *testing.T) {
+	h := start(t, Config{})
+	r := h.do("POST", "/v1/topics", []byte(`{"name":"orders","retention_ms":9223372036854775807}`))
+	if r.status != 201 || !strings.Contains(string(r.body), `"retention_ms":9223372036854775807,`) {
+		t.Fatalf("create: %v", r)
+	}
+	if err := h.b.CreateTopic(TopicSpec{Name: "forever", RetentionMs: 10_000_000_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"orders", "forever"} {
+		h.mustProduce(name, "partition=0", "m")
+		if m := one(t, h.consume(name, "partition=0&offset=0")); string(m.Payload) != `"m"` {
+			t.Fatalf("%s replay: %+v", name, m)
+		}
+		if m := one(t, h.consume(name, "")); m.Offset != 0 {
+			t.Fatalf("%s consume: %+v", name, m)
+		}
+		if st := h.stats(name).Partitions[0]; st.OldestOffset != 0 || st.NextOffset != 1 {
+			t.Fatalf("%s partition 0: %+v", name, st)
+		}
+	}
+}
