@@ -163,9 +163,13 @@ func orDefault(s, def string) string {
 }
 
 // redactURL is for error messages about a URL that did not parse: it may hold a password.
+// Without "://" url.Parse reads "user:pass@host" as scheme "user" and an opaque rest,
+// which Redacted leaves whole, so only a URL with a scheme is redacted by the parser.
 func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
+	if strings.Contains(s, "://") {
+		if u, err := url.Parse(s); err == nil {
+			return u.Redacted()
+		}
 	}
 	if i := strings.LastIndex(s, "@"); i >= 0 {
 		if j := strings.Index(s, "://"); j >= 0 && j < i {
