@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -582,6 +583,11 @@ func (b *Broker) handleCreateTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.VisibilityTimeoutMs < 0 {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("visibility_timeout_ms %d: must be positive", req.VisibilityTimeoutMs))
+		return
+	}
+	// Past this the conversion to a Duration wraps, possibly into a lease of a few ms.
+	if maxMs := int64(math.MaxInt64 / time.Millisecond); req.VisibilityTimeoutMs > maxMs {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("visibility_timeout_ms %d: must be at most %d", req.VisibilityTimeoutMs, maxMs))
 		return
 	}
 	spec, err := b.createTopic(TopicSpec{

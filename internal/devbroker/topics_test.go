@@ -259,3 +259,20 @@ func TestRetentionHuge(t *testing.T) {
 		}
 	}
 }
+
+// A visibility_timeout_ms past what a Duration holds is refused as such; it must not wrap
+// into a lease of a few milliseconds (18446744073719 ms wrapped to 9 ms).
+func TestCreateTopicVisibilityOverflow(t *testing.T) {
+	h := start(t, Config{})
+	for _, v := range []string{"18446744073719", "9223372036854775807", "9223372036855"} {
+		r := h.do("POST", "/v1/topics", []byte(`{"name":"orders","visibility_timeout_ms":`+v+`}`))
+		wantError(t, r, 400, "visibility_timeout_ms "+v+": must be at most 9223372036854")
+	}
+	if names := h.b.topicNames(); len(names) != 0 {
+		t.Fatalf("overflowing creates left topics: %v", names)
+	}
+	r := h.do("POST", "/v1/topics", []byte(`{"name":"orders","visibility_timeout_ms":9223372036854}`))
+	if r.status != 201 || !strings.Contains(string(r.body), `"visibility_timeout_ms":9223372036854,`) {
+		t.Fatalf("the longest visibility: %v", r)
+	}
+}
