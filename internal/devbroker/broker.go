@@ -327,7 +327,7 @@ func newMessage(key string, hasKey bool, payload []byte) *message {
 	kind := classifyPayload(payload)
 	return &message{
 		key: key, hasKey: hasKey, payload: payload, kind: kind, heapIdx: -1,
-		encSize: 160 + len(key)*2 + encodedPayloadLen(payload, kind),
+		encSize: encodedMessageLen(key, hasKey, payload, kind),
 	}
 }
 

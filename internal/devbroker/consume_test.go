@@ -330,3 +330,25 @@ func TestBatchElementEqualsSingle(t *testing.T) {
 		t.Fatalf("single %s\nbatch  %s", x, y)
 	}
 }
+
+// Point 3: "at most 8 MiB a response" holds for what goes on the wire, whatever makes a
+// message large in JSON: a key of control characters is six bytes a byte once escaped.
+func TestConsumeBatchHardCapCountsEncodedKey(t *testing.T) {
+	h := startTopic(t, TopicSpec{})
+	key := strings.Repeat("\x01", 400_000) // 2.4 MB as a JSON string
+	const n = 8
+	for i := 0; i < n; i++ {
+		if _, _, err := h.b.Produce("orders", key, []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	for got < n {
+		r := h.batch("orders", "max=100")
+		ms := many(t, r)
+		if len(r.body) > 8<<20 {
+			t.Fatalf("a batch of %d messages is %d bytes, over 8 MiB", len(ms), len(r.body))
+		}
+		got += len(ms)
+	}
+}

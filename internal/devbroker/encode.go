@@ -53,6 +53,25 @@ func encodedPayloadLen(p []byte, kind payloadKind) int {
 	}
 }
 
+// msgOverhead bounds what a message object adds around its topic name, key and payload:
+// the field names, the longest partition, offset, timestamp and receipt handle, the
+// key_encoding flag and the comma between batch elements.
+const msgOverhead = 256
+
+// encodedMessageLen bounds the size of m's object in a v3.1 response, less its topic
+// name (take adds it): batches are cut on it, so that a response never passes 8 MiB.
+func encodedMessageLen(key string, hasKey bool, payload []byte, kind payloadKind) int {
+	n := msgOverhead + encodedPayloadLen(payload, kind)
+	if hasKey {
+		k := payloadText
+		if !utf8.ValidString(key) {
+			k = payloadBinary
+		}
+		n += encodedPayloadLen([]byte(key), k)
+	}
+	return n
+}
+
 // appendMessage writes one message object exactly as a v3.1 node does: compact, with the
 // fields in the order of the consuming guide (topic, partition, offset, key, key_encoding,
 // payload, payload_encoding, timestamp, receipt_handle). It is written by hand because

@@ -36,7 +36,7 @@ type message struct {
 	hasKey    bool
 	payload   []byte
 	kind      payloadKind
-	encSize   int       // approximate size in a response, for cutting batches
+	encSize   int       // bound on its size in a response less the topic name, for cutting batches
 	timestamp int64     // unix seconds, as the API reports it
 	produced  time.Time // for retention, with the monotonic clock
 
@@ -302,7 +302,8 @@ func (t *topic) take(pin, max int) ([]delivery, <-chan struct{}, error) {
 			}
 			// The first message always goes; later ones stop the batch at about 4 MiB
 			// and never take it past 8 MiB.
-			if len(out) > 0 && (total >= batchSoftBytes || total+m.encSize > batchHardBytes) {
+			size := m.encSize + len(t.spec.Name)
+			if len(out) > 0 && (total >= batchSoftBytes || total+size > batchHardBytes-len(`{"messages":[]}`+"\n")) {
 				return out, nil, nil
 			}
 			heap.Remove(&p.ready, m.heapIdx)
@@ -312,7 +313,7 @@ func (t *topic) take(pin, max int) ([]delivery, <-chan struct{}, error) {
 			p.inFlight++
 			t.pushLeaseLocked(lease{deadline: m.deadline, part: p.index, offset: m.offset, nonce: m.nonce}, now)
 			out = append(out, delivery{m: m, part: p.index, nonce: m.nonce})
-			total += m.encSize
+			total += size
 			progress = true
 		}
 		if !progress {
