@@ -195,3 +195,33 @@ func TestParseFault(t *testing.T) {
 		t.Errorf("a bad rule in Config: %v", err)
 	}
 }
+
+// Requests counts faulted requests too, reset ones included, under their operation.
+func TestRequestsCountResets(t *testing.T) {
+	h := startTopic(t, TopicSpec{})
+	if err := h.b.AddFault(FaultRule{Op: OpReset, Probability: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/v1/topics/orders/produce"},
+		{"GET", "/v1/topics/orders/consume"},
+		{"GET", "/v1/topics/orders/consume?partition=0&offset=0"},
+		{"POST", "/v1/topics/orders/ack?receipt_handle=0:0:1"},
+		{"POST", "/v1/topics/orders/ack?receipt_handle=0:0:1&extend=true"},
+		{"POST", "/v1/topics/orders/ack?receipt_handle=0:0:1&extend=0"},
+		{"POST", "/v1/topics"},
+		{"GET", "/v1/topics"},
+		{"GET", "/v1/topics/orders"},
+		{"DELETE", "/v1/topics/orders"},
+	} {
+		if _, err := h.try(c.method, c.path, []byte("m")); err == nil {
+			t.Fatalf("%s %s: reset=1 answered", c.method, c.path)
+		}
+	}
+	for _, op := range []string{OpProduce, OpConsume, OpReplay, OpAck, OpExtend, OpNack,
+		OpCreateTopic, OpListTopics, OpTopicInfo, OpDeleteTopic} {
+		if n := h.b.Requests(op); n != 1 {
+			t.Errorf("Requests(%q) = %d after one reset request, want 1", op, n)
+		}
+	}
+}

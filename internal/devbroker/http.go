@@ -50,11 +50,39 @@ func (b *Broker) v1(h http.HandlerFunc) http.Handler {
 			}
 		}
 		if b.faults.reset() {
+			if op := requestOp(r); op != "" {
+				b.count(op) // the handler that would have counted it does not run
+			}
 			resetConn(w)
 			return
 		}
 		h(w, r)
 	})
+}
+
+// requestOp is the operation Requests counts an API request under, as its handler does.
+func requestOp(r *http.Request) string {
+	switch r.Pattern {
+	case "POST /v1/topics/{topic}/produce":
+		return OpProduce
+	case "GET /v1/topics/{topic}/consume":
+		if r.URL.Query().Get("offset") != "" {
+			return OpReplay
+		}
+		return OpConsume
+	case "POST /v1/topics/{topic}/ack":
+		act, _ := parseExtend(r.URL.Query())
+		return actionOps[act]
+	case "POST /v1/topics":
+		return OpCreateTopic
+	case "GET /v1/topics":
+		return OpListTopics
+	case "GET /v1/topics/{topic}":
+		return OpTopicInfo
+	case "DELETE /v1/topics/{topic}":
+		return OpDeleteTopic
+	}
+	return ""
 }
 
 // resetConn drops the connection without an answer. SO_LINGER 0 makes the close send a
