@@ -208,7 +208,10 @@ func keyVar(m *client.Message) (name, value string, ok bool) {
 // output passes the commands' output on, a whole line per write under one lock, so
 // that lines of concurrent commands never mix.
 type output struct {
-	mu             sync.Mutex
+	// lock is a token rather than a mutex so that a notice can stop waiting for it: a
+	// line blocked on a stdout nobody reads holds it for as long as that lasts.
+	lock           chan struct{}
+	quit           <-chan struct{} // the soft stop
 	stdout, stderr io.Writer
 }
 
@@ -233,10 +236,10 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string) {
 				buf = append(buf, '\n')
 			}
 			midLine = err == bufio.ErrBufferFull
-			o.mu.Lock()
+			o.lock <- struct{}{}
 			// A closed stdout must not stop a command; its output is simply lost.
 			_, _ = w.Write(buf)
-			o.mu.Unlock()
+			<-o.lock
 		}
 		if err != nil && err != bufio.ErrBufferFull {
 			return
@@ -244,9 +247,32 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string) {
 	}
 }
 
-// notice is a line of narad's own about a message, on stderr.
-func (o *output) notice(m *client.Message, text string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// notice is a line of narad's own about a message, on stderr. Once a stop came (the
+// soft one, or ctx's end) it waits for the lock only outputDrain more, then drops the
+// line: the message it is about must still be settled and the stop must end.
+func (o *output) notice(ctx context.Context, m *client.Message, text string) {
+	select {
+	case o.lock <- struct{}{}:
+	case <-o.quit:
+		if !o.lockWithin(outputDrain) {
+			return
+		}
+	case <-ctx.Done():
+		if !o.lockWithin(outputDrain) {
+			return
+		}
+	}
+	defer func() { <-o.lock }()
 	fmt.Fprintf(o.stderr, "narad: p%d @%d: %s\n", m.Partition, m.Offset, text)
+}
+
+func (o *output) lockWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case o.lock <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
 }

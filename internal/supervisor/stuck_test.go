@@ -2,6 +2,7 @@ package supervisor_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -79,5 +80,43 @@ func TestAStopIsNotHeldUpByAStdoutThatStoppedReading(t *testing.T) {
 				t.Fatalf("the stop never ended; nacked so far: %v", src.Handles(client.Nack))
 			}
 		})
+	}
+}
+
+// narad's own notice about a message it cannot run waits for the output lock, which a
+// command's line blocked on that stdout holds: a stop must still end, with the message
+// given back.
+func TestANoticeDoesNotHoldUpAStopBehindAStuckStdout(t *testing.T) {
+	t.Parallel()
+	src := consumertest.New()
+	src.Push(msg("a", "lines 1 hello sleep 30s"), msg("bad", ""))
+	o := opts("script")
+	o.Concurrency = 2
+	o.ShutdownGrace = 200 * time.Millisecond
+	o.KillGrace = 200 * time.Millisecond
+	out := newStuckWriter(t)
+	o.Stdout = out
+	o.Decode = func(m *client.Message) ([]byte, error) {
+		if m.ReceiptHandle == "bad" {
+			<-out.blocked
+			return nil, errors.New("not base64")
+		}
+		return m.PayloadBytes()
+	}
+	stop := make(chan struct{})
+	done := make(chan runResult, 1)
+	go func() {
+		done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second})
+	}()
+	<-out.blocked
+	time.Sleep(100 * time.Millisecond) // the notice about "bad" is waiting for the lock by now
+	close(stop)
+	select {
+	case <-done:
+		if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, []string{"a", "bad"}) {
+			t.Errorf("nacked %v, want a and bad", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the stop never ended; nacked so far: %v", src.Handles(client.Nack))
 	}
 }

@@ -114,14 +114,16 @@ func New(o Options) (*Supervisor, error) {
 	for _, c := range o.AckExitCodes {
 		acks[c] = true
 	}
+	stopping := make(chan struct{})
 	return &Supervisor{
-		o:         o,
-		acks:      acks,
-		env:       baseEnv(env),
-		out:       &output{stdout: orDiscard(o.Stdout), stderr: orDiscard(o.Stderr)},
+		o:    o,
+		acks: acks,
+		env:  baseEnv(env),
+		out: &output{lock: make(chan struct{}, 1), quit: stopping,
+			stdout: orDiscard(o.Stdout), stderr: orDiscard(o.Stderr)},
 		sem:       make(chan struct{}, o.Concurrency),
 		changed:   make(chan struct{}, 1),
-		stopping:  make(chan struct{}),
+		stopping:  stopping,
 		graceOver: make(chan struct{}),
 	}, nil
 }
@@ -293,12 +295,12 @@ func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseK
 	m := d.Message()
 	stdin, err := s.o.Decode(m)
 	if err != nil {
-		s.out.notice(m, fmt.Sprintf("cannot decode the payload: %v", err))
+		s.out.notice(ctx, m, fmt.Sprintf("cannot decode the payload: %v", err))
 		return notRun, 0
 	}
 	c, err := s.start(m, stdin)
 	if err != nil {
-		s.out.notice(m, fmt.Sprintf("cannot start %s: %v", s.o.Command[0], err))
+		s.out.notice(ctx, m, fmt.Sprintf("cannot start %s: %v", s.o.Command[0], err))
 		return notRun, 0
 	}
 	limit := time.NewTimer(s.o.MaxProcessingTime)
