@@ -51,6 +51,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
 			env.Setenv("TZ", "UTC")
 			env.Setenv("NO_COLOR", "")
+			// Bytes a script cannot type, for tests that terminal controls never get through:
+			// ESC, the C1 CSI (U+009B, two bytes in UTF-8) and a byte that is not UTF-8.
+			env.Setenv("ESC", "\x1b")
+			env.Setenv("CSI8", "\u009b")
+			env.Setenv("BADUTF8", "\xff")
 			// The race runtime otherwise holds every exit of the narad under test for 1 s.
 			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil

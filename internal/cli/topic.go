@@ -278,7 +278,8 @@ var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
 // validateTopicName applies API.md's rule locally, so a typo is exit 2 at once.
 func validateTopicName(name string) error {
 	if !topicNameRE.MatchString(name) || name == "." || name == ".." {
-		return usageErrorf(`invalid topic name %q (letters, digits, ".", "_" and "-", at most 255; not "." or "..")`, render.Escape(name))
+		// %q alone makes control characters visible; escaping first would double them.
+		return usageErrorf(`invalid topic name %q (letters, digits, ".", "_" and "-", at most 255; not "." or "..")`, name)
 	}
 	return nil
 }
