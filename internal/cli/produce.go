@@ -87,6 +87,9 @@ A summary goes to stderr.`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Messages = args[0], args[1:]
+			if err := validateTopicName(opts.Topic); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("key") {
 				opts.Key = &key
 			}

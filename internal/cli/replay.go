@@ -34,6 +34,9 @@ func newReplayCmd(f *Factory) *cobra.Command {
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.topic = args[0]
+			if err := validateTopicName(opts.topic); err != nil {
+				return err
+			}
 			return replayRun(f, cmd, opts)
 		},
 	}

@@ -70,6 +70,9 @@ Exit 0 when all were settled, 4 when some leases were gone (and nothing else fai
 		Args: minArgs(1, "a topic and receipt handles (or - for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Handles = args[0], args[1:]
+			if err := validateTopicName(opts.Topic); err != nil {
+				return err
+			}
 			if err := opts.validate(); err != nil {
 				return err
 			}

@@ -74,6 +74,9 @@ func newSubCmd(f *Factory) *cobra.Command {
 				return usageErrorf("sub takes one topic (put a command after --)")
 			}
 			opts.topic = args[0]
+			if err := validateTopicName(opts.topic); err != nil {
+				return err
+			}
 			return subRun(f, cmd, opts)
 		},
 	}

@@ -138,6 +138,9 @@ func topicInfoCmd(f *Factory, run func(*Factory, *topicInfoOptions) error) *cobr
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
 			}
+			if err := validateTopicName(opts.Topic); err != nil {
+				return err
+			}
 			return run(f, opts)
 		},
 	}
@@ -275,7 +278,8 @@ func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
 
 var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
 
-// validateTopicName applies API.md's rule locally, so a typo is exit 2 at once.
+// validateTopicName applies API.md's rule locally, so a typo is exit 2 at once, in
+// every command that takes a topic.
 func validateTopicName(name string) error {
 	if !topicNameRE.MatchString(name) || name == "." || name == ".." {
 		// %q alone makes control characters visible; escaping first would double them.
