@@ -204,7 +204,7 @@ func (f *Factory) Client() (*client.Client, error) {
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageErrorf("%s takes %s (see narad %s --help)", cmd.CommandPath(), names, cmd.Name())
+			return usageErrorf("%s takes %s (see %s --help)", cmd.CommandPath(), names, cmd.CommandPath())
 		}
 		return nil
 	}
@@ -214,7 +214,7 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 func minArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usageErrorf("%s takes %s (see narad %s --help)", cmd.CommandPath(), names, cmd.Name())
+			return usageErrorf("%s takes %s (see %s --help)", cmd.CommandPath(), names, cmd.CommandPath())
 		}
 		return nil
 	}
