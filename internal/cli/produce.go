@@ -251,7 +251,7 @@ func produceInput(f *Factory, opts *produceOptions) (in io.Reader, where string,
 		file.Close()
 		return nil, "", closeIn, usageErrorf("--file %s is a directory (want a file)", opts.File)
 	}
-	return file, "file " + opts.File, func() { file.Close() }, nil
+	return file, "file " + render.Escape(opts.File), func() { file.Close() }, nil
 }
 
 func unwrapPathError(err error) error {

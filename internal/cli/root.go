@@ -17,6 +17,7 @@ import (
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/iostreams"
+	"github.com/narad/narad/internal/render"
 )
 
 // Factory carries what every command needs, injected so tests can replace it.
@@ -62,7 +63,9 @@ func Run(f *Factory, args []string) (code int) {
 	if err != nil {
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.err != nil {
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", oneLine(err.Error()))
+			// Escaped here, once for every command: the line may quote what the user
+			// typed (a flag, a file name) or what a node sent.
+			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(err.Error())))
 		}
 	}
 	if sig := f.Signals.Received(); sig != 0 && code != ExitUsage {
