@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"text/template"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
@@ -32,7 +34,17 @@ func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 		if errors.Is(err, context.Canceled) {
 			return exitWith(ExitFailed, nil) // a signal: the exit code says it
 		}
-		hint = fmt.Sprintf("cannot reach %s; check --server or the context", c.BaseURL())
+		// Not every error without a status is the network's: a --template that fails
+		// on one message ends the run too, and must not send the user to --server.
+		var execErr template.ExecError
+		var urlErr *url.Error
+		var netErr net.Error
+		switch {
+		case errors.As(err, &execErr):
+			hint = "fix --template"
+		case errors.As(err, &urlErr), errors.As(err, &netErr):
+			hint = fmt.Sprintf("cannot reach %s; check --server or the context", c.BaseURL())
+		}
 	case http.StatusUnauthorized:
 		hint = "check --user and --password, or the context's"
 		if conn, cerr := f.Connection(); cerr == nil && conn.DroppedCredentials {
@@ -59,6 +71,15 @@ func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 	}
 	return exitWith(ExitFailed, errors.New(msg))
 }
+
+// retitled is err shown with another text, still err underneath for errors.As.
+type retitled struct {
+	text string
+	err  error
+}
+
+func (e *retitled) Error() string { return e.text }
+func (e *retitled) Unwrap() error { return e.err }
 
 // grantFor is the grant an operation needs (API.md, "Grants").
 func grantFor(op string) string {

@@ -241,7 +241,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 		if ctx.Err() != nil {
 			return exitWith(ExitFailed, nil)
 		}
-		err = errors.New(opts.Name + ": " + strings.TrimPrefix(describeErr(err), "ready: "))
+		err = &retitled{text: opts.Name + ": " + strings.TrimPrefix(describeErr(err), "ready: "), err: err}
 		return apiFatal(f, c, err, opts.Name, opts.Topic)
 	}
 	items, readErr := settleItems(ctx, f.IO.In, opts.Handles)
