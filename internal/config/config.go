@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -127,7 +128,12 @@ func ValidateContextName(name string) error {
 func ValidateServer(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || strings.HasSuffix(u.Host, ":") {
-		return fmt.Errorf("invalid server %q (want http://HOST:PORT or https://HOST)", s)
+		return fmt.Errorf("invalid server %q (want http://HOST:PORT or https://HOST)", RedactURL(s))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("invalid server %q (a port is 1 to 65535)", RedactURL(s))
+		}
 	}
 	if u.User != nil {
 		return fmt.Errorf("invalid server %q (put credentials in --user and --password, not the URL)", RedactURL(s))
@@ -135,10 +141,21 @@ func ValidateServer(s string) error {
 	return nil
 }
 
-// RedactURL hides any userinfo in a URL before it is shown.
+// RedactURL hides any userinfo in a URL before it is shown, also in one that does
+// not parse (what a user mistyped may still hold a password).
 func RedactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err != nil {
+		if at := strings.LastIndex(s, "@"); at >= 0 {
+			start := 0
+			if i := strings.Index(s, "://"); i >= 0 && i < at {
+				start = i + 3
+			}
+			return s[:start] + "xxxxx" + s[at:]
+		}
+		return s
+	}
+	if u.User == nil {
 		return s
 	}
 	u.User = url.User("xxxxx")

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -154,5 +155,30 @@ func TestDefaultPath(t *testing.T) {
 	p, _ = DefaultPath(func(k string) string { return env[k] })
 	if p != "/h/.config/narad/config.yaml" {
 		t.Errorf("got %s", p)
+	}
+}
+
+func TestValidateServer(t *testing.T) {
+	for _, s := range []string{"http://127.0.0.1:7942", "https://narad.example.com", "http://[::1]:80", "http://h:65535/prefix"} {
+		if err := ValidateServer(s); err != nil {
+			t.Errorf("ValidateServer(%q) = %v, want ok", s, err)
+		}
+	}
+	// A port that cannot be dialled is bad input, refused before any request.
+	for _, s := range []string{"http://h:99999", "http://h:0", "http://h:65536"} {
+		if err := ValidateServer(s); err == nil {
+			t.Errorf("ValidateServer(%q) = nil, want an error", s)
+		}
+	}
+	// A URL with credentials never comes back with them, parsed or not.
+	for _, s := range []string{"http://u:SECRET@h:1", "http://u:SECRET@h:1/%zz", "http://u:SE CRET@h:1", "http://u:SECRET@[::1"} {
+		err := ValidateServer(s)
+		if err == nil {
+			t.Errorf("ValidateServer(%q) = nil, want an error", s)
+			continue
+		}
+		if strings.Contains(err.Error(), "SE") {
+			t.Errorf("ValidateServer(%q) = %q: shows the password", s, err)
+		}
 	}
 }
