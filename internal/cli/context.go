@@ -204,7 +204,8 @@ const hiddenPassword = "********"
 
 func contextView(cfg *config.File, name string) contextJSON {
 	c := cfg.Contexts[name]
-	v := contextJSON{Name: name, Server: c.Server, User: c.User, CACert: c.CACert, Insecure: c.Insecure,
+	// A hand-edited server URL may hold a password too.
+	v := contextJSON{Name: name, Server: config.RedactURL(c.Server), User: c.User, CACert: c.CACert, Insecure: c.Insecure,
 		Current: name == cfg.CurrentContext}
 	if c.Password != "" {
 		v.Password = hiddenPassword
@@ -320,7 +321,7 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "name:      %s\n", render.Escape(v.Name))
-	fmt.Fprintf(w, "server:    %s\n", render.Escape(config.RedactURL(v.Server)))
+	fmt.Fprintf(w, "server:    %s\n", render.Escape(v.Server))
 	if v.User != "" {
 		fmt.Fprintf(w, "user:      %s\n", render.Escape(v.User))
 	}
