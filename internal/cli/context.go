@@ -34,11 +34,12 @@ func newContextCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// loadConfig is the config file, its errors as exit 1 with the path in them.
+// loadConfig is the config file; one that cannot be read or parsed is bad input
+// (exit 2), as it is for every other command.
 func loadConfig(f *Factory) (*config.File, error) {
 	cfg, err := f.Config()
 	if err != nil {
-		return nil, exitWith(ExitFailed, err)
+		return nil, exitWith(ExitUsage, err)
 	}
 	return cfg, nil
 }

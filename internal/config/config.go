@@ -60,10 +60,18 @@ func Load(path string) (*File, error) {
 		return f, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot read config %s: %w", path, err)
+		// The path is already on the line; the *PathError would repeat it.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot read config %s: %w (fix it, or name another file with --config)", path, err)
 	}
 	if err := yaml.Unmarshal(data, f); err != nil {
-		return nil, fmt.Errorf("config %s is not valid YAML: %v", path, err)
+		// A type error spans lines ("unmarshal errors:\n  line 1: ..."): folded, so
+		// the reason stays on the one line an error gets.
+		return nil, fmt.Errorf("config %s is not valid YAML: %s (fix it, or name another file with --config)",
+			path, strings.Join(strings.Fields(err.Error()), " "))
 	}
 	if f.Contexts == nil {
 		f.Contexts = map[string]Context{}
