@@ -96,7 +96,7 @@ func demoRun(f *Factory, _ *demoOptions) error {
 		// counters) is interleaved with its stdout in order.
 		ios := *f.IO
 		ios.ErrOut = f.IO.Out
-		child := &Factory{IO: &ios, Getenv: f.Getenv, Now: f.Now, Signals: f.Signals}
+		child := &Factory{IO: &ios, Getenv: demoGetenv(f.Getenv), Now: f.Now, Signals: f.Signals}
 		args := append([]string{"--server", b.URL(), "--config", filepath.Join(dir, "config.yaml")}, s.args...)
 		if code := Run(child, args); code != ExitOK {
 			return exitWith(code, fmt.Errorf("demo step failed: narad %s", strings.Join(s.args, " ")))
@@ -105,6 +105,17 @@ func demoRun(f *Factory, _ *demoOptions) error {
 	}
 	fmt.Fprintln(f.IO.Out, st.Dim.Render("# Try it yourself: narad dev --topic orders, then narad --help."))
 	return nil
+}
+
+// demoGetenv hides the NARAD_* variables from the demo's own runs: a context or
+// credentials there are meant for the user's node, not for the embedded broker.
+func demoGetenv(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		if strings.HasPrefix(k, "NARAD_") {
+			return ""
+		}
+		return getenv(k)
+	}
 }
 
 func writeDemoLines(dir string) string {

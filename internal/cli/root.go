@@ -168,7 +168,7 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
 	}
-	conn, err := config.Resolve(f.root.PersistentFlags(), cfg)
+	conn, err := config.ResolveEnv(f.root.PersistentFlags(), cfg, f.Getenv)
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
 	}

@@ -182,3 +182,25 @@ func TestValidateServer(t *testing.T) {
 		}
 	}
 }
+
+// ResolveEnv reads the environment only through getenv, so a caller (narad demo)
+// can give a run an environment of its own.
+func TestResolveEnvUsesGetenv(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("NARAD_CONTEXT", "nope")
+	t.Setenv("NARAD_USER", "osuser")
+	env := map[string]string{"NARAD_PASS": "envpass", "NARAD_ADDR": "https://narad.example.com"}
+	got, err := ResolveEnv(newFlags(t), testFile(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Connection{Server: "https://narad.example.com", User: "app", Password: "envpass", Context: "prod"}
+	if got != want {
+		t.Errorf("got  %+v\nwant %+v", got, want)
+	}
+	// A flag still beats what getenv gives.
+	got, err = ResolveEnv(newFlags(t, "--password", "flagpass"), testFile(), func(k string) string { return env[k] })
+	if err != nil || got.Password != "flagpass" {
+		t.Errorf("got %+v, %v; want the flag's password", got, err)
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -25,6 +26,12 @@ type Connection struct {
 // flags must define server, user, password, context, ca-cert and insecure.
 // A fresh viper instance per call keeps invocations independent (tests run many).
 func Resolve(flags *pflag.FlagSet, f *File) (Connection, error) {
+	return ResolveEnv(flags, f, os.Getenv)
+}
+
+// ResolveEnv is Resolve with the environment read through getenv, so that a run can
+// be given an environment of its own (narad demo talks to its own broker only).
+func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Connection, error) {
 	v := viper.New()
 	for key, env := range map[string]string{
 		"server": "NARAD_ADDR", "user": "NARAD_USER", "password": "NARAD_PASS", "context": "NARAD_CONTEXT",
@@ -34,8 +41,11 @@ func Resolve(flags *pflag.FlagSet, f *File) (Connection, error) {
 				return Connection{}, err
 			}
 		}
-		if err := v.BindEnv(key, env); err != nil {
-			return Connection{}, err
+		// viper's BindEnv would read os.Getenv itself. Its default layer ranks below
+		// flags, as the environment must, and IsSet counts it: an empty variable is
+		// left out, as BindEnv does.
+		if s := getenv(env); s != "" {
+			v.SetDefault(key, s)
 		}
 	}
 	for _, key := range []string{"ca-cert", "insecure"} {
