@@ -20,12 +20,16 @@ var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
 // json.RawMessage, which would change the bytes a JSON payload was produced with
 // (whitespace included), and `sub -o json | produce --json` must copy them exactly.
 //
-// Two cases are re-encoded, both so that a record stays one line and still round-trips:
+// These cases are re-encoded, so that a record stays one line, inert on a terminal,
+// and still round-trips:
 //   - A payload whose raw JSON holds a newline or carriage return (a pretty-printed
 //     document) is written as "payload":"<base64 of the exact produced bytes>" with
 //     "payload_encoding":"base64". Compacting it would change the produced bytes, and a
 //     raw newline would split the record; base64 is the API's own way of carrying bytes
 //     exactly, and `produce --json` already decodes it.
+//   - A payload holding a C1 control raw (U+0080..U+009F, which JSON allows in a string
+//     and a terminal may act on): a text payload as the same string with it escaped,
+//     any other JSON value base64 as above.
 //   - A key that is not valid UTF-8 without key_encoding (an older node's escapes, read
 //     leniently by the client) is written base64 with "key_encoding":"base64", because a
 //     JSON string cannot carry those bytes unchanged.
@@ -34,16 +38,33 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 	if len(trimJSONSpace(raw)) == 0 {
 		return dst, errNoPayload
 	}
-	multiline := bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0
-	if multiline && m.PayloadEncoding != "" {
+	// asBase64: a payload whose raw JSON spans lines (or, below, holds a C1 control)
+	// is written base64, exact and inert.
+	asBase64 := bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0
+	if asBase64 && m.PayloadEncoding != "" {
 		// An encoded payload is a JSON string, which cannot span lines; only the
 		// whitespace around it can, and that carries no bytes of the message.
-		raw, multiline = trimJSONSpace(raw), false
+		raw, asBase64 = trimJSONSpace(raw), false
 	}
-	if !multiline && !json.Valid(raw) {
+	if !asBase64 && !json.Valid(raw) {
 		// Checked because a line that is not JSON would break every reader downstream;
 		// the node's payload is valid JSON, so this costs a scan and never fires.
 		return dst, errInvalidPayloadJSON
+	}
+	// JSON lets a string hold C1 controls raw, and a terminal may act on them (U+009B
+	// is CSI). A text payload is written as the same string with them escaped; any
+	// other JSON value keeps its exact bytes by going base64, as a multi-line one does.
+	var text []byte
+	if !asBase64 && m.PayloadEncoding == "" && containsC1(raw) {
+		if v := trimJSONSpace(raw); v[0] == '"' {
+			t, err := jsonText(v)
+			if err != nil {
+				return dst, errInvalidPayloadJSON
+			}
+			text = t
+		} else {
+			asBase64 = true
+		}
 	}
 
 	dst = append(dst, `{"topic":`...)
@@ -68,11 +89,14 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 		}
 	}
 	dst = append(dst, `,"payload":`...)
-	if multiline {
+	switch {
+	case asBase64:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, raw)
 		dst = append(dst, `","payload_encoding":"base64"`...)
-	} else {
+	case text != nil:
+		dst = appendJSONString(dst, string(text))
+	default:
 		dst = append(dst, raw...)
 		if m.PayloadEncoding != "" {
 			dst = append(dst, `,"payload_encoding":`...)
@@ -86,4 +110,19 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 		dst = appendJSONString(dst, m.ReceiptHandle)
 	}
 	return append(dst, "}\n"...), nil
+}
+
+// containsC1 reports whether b holds a C1 control encoded as UTF-8 (C2 80..C2 9F);
+// in valid UTF-8 a C2 byte only ever starts such a two-byte sequence.
+func containsC1(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, 0xc2)
+		if i < 0 || i+1 >= len(b) {
+			return false
+		}
+		if c := b[i+1]; c >= 0x80 && c <= 0x9f {
+			return true
+		}
+		b = b[i+1:]
+	}
 }

@@ -603,3 +603,40 @@ func TestConcurrentAppend(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestJSONPayloadC1 checks that a payload holding a C1 control (U+009B is CSI to a
+// terminal that acts on C1) does not reach the terminal raw from -o json, and that
+// the line still gives back the produced bytes.
+func TestJSONPayloadC1(t *testing.T) {
+	obj := "{\"k\":\"x\u009b2Jy\"}"
+	tests := []struct {
+		name string
+		m    *client.Message
+		want string
+	}{
+		{"text payload: the same string, escaped", with(func(m *client.Message) { m.Payload = json.RawMessage("\"p\u009b31my\"") }),
+			`{"topic":"orders","partition":4,"offset":0,"key":"customer-42","payload":"p\u009b31my","timestamp":1790623277,"receipt_handle":"4:0:3327358780392153864"}` + "\n"},
+		{"JSON value: its exact bytes, base64", with(func(m *client.Message) { m.Payload = json.RawMessage(obj) }),
+			`{"topic":"orders","partition":4,"offset":0,"key":"customer-42","payload":"` + b64(obj) + `","payload_encoding":"base64","timestamp":1790623277,"receipt_handle":"4:0:3327358780392153864"}` + "\n"},
+	}
+	r := mustNew(t, Options{Format: JSON})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := render(t, r, tt.m)
+			if got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+			if strings.Contains(got, "\u009b") {
+				t.Errorf("raw C1 in %q", got)
+			}
+			var back client.Message
+			if err := json.Unmarshal([]byte(got), &back); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := DecodePayload(tt.m)
+			if b, err := DecodePayload(&back); err != nil || !bytes.Equal(b, want) {
+				t.Errorf("payload %q came back as %q (%v)", want, b, err)
+			}
+		})
+	}
+}
