@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -70,4 +71,15 @@ func writeAll(w io.Writer, p []byte) error {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
+}
+
+// writeJSONLine writes v as one line of JSON with no C1 control raw (encoding/json
+// leaves them as they are, and this may go to a terminal).
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(render.InertJSON(b), '\n'))
+	return err
 }

@@ -248,7 +248,6 @@ func settleRun(f *Factory, opts *settleOptions) error {
 
 	var total, gone, failed int
 	outClosed := false
-	enc := json.NewEncoder(f.IO.Out)
 	for {
 		batch, ok := gather(ctx, items)
 		if !ok {
@@ -286,7 +285,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 				if outClosed {
 					continue
 				}
-				if err := enc.Encode(settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
+				if err := writeJSONLine(f.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
 					if !isClosedOutput(err) {
 						return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 					}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -47,9 +46,9 @@ func checkTextJSON(o string) error {
 	return nil
 }
 
-// writeJSON writes v as one JSON document; a closed stdout is not an error.
+// printJSON writes v as one JSON document; a closed stdout is not an error.
 func printJSON(w io.Writer, v any) error {
-	if err := json.NewEncoder(w).Encode(v); err != nil && !isClosedOutput(err) {
+	if err := writeJSONLine(w, v); err != nil && !isClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil

@@ -173,3 +173,23 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// InertJSON returns the JSON document j with every C1 control written as a \u escape,
+// the same value, inert on a terminal: encoding/json leaves C1 controls raw. j must be
+// JSON as encoding/json writes it (valid UTF-8), where a C1 control can only stand
+// inside a string. j itself is returned when there is none.
+func InertJSON(j []byte) []byte {
+	if !containsC1(j) {
+		return j
+	}
+	out := make([]byte, 0, len(j)+16)
+	for i := 0; i < len(j); i++ {
+		if j[i] == 0xc2 && i+1 < len(j) && j[i+1] >= 0x80 && j[i+1] <= 0x9f {
+			out = append(out, '\\', 'u', '0', '0', hexDigits[j[i+1]>>4], hexDigits[j[i+1]&0xf])
+			i++
+			continue
+		}
+		out = append(out, j[i])
+	}
+	return out
+}

@@ -104,3 +104,15 @@ func TestAppendJSONString(t *testing.T) {
 		}
 	}
 }
+
+func TestInertJSON(t *testing.T) {
+	in := []byte("{\"a\":\"x\u0085y\u009b\",\"é\":\"\u00a0\"}")
+	want := `{"a":"x\u0085y\u009b","é":"` + "\u00a0" + `"}`
+	if got := string(InertJSON(in)); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	clean := []byte(`{"a":"é"}`)
+	if got := InertJSON(clean); &got[0] != &clean[0] {
+		t.Error("a document without C1 controls should come back as it is")
+	}
+}
