@@ -46,15 +46,21 @@ func newReplayCmd(f *Factory) *cobra.Command {
 	fl.IntVar(&opts.count, "count", 0, "stop after N messages")
 	fl.Int64Var(&opts.to, "to", -1, "stop after offset M (inclusive)")
 	fl.BoolVar(&opts.follow, "follow", false, "keep polling at the tail for new messages")
-	cmd.MarkFlagsMutuallyExclusive("count", "to")
 	opts.out.addFlags(cmd)
 	return cmd
 }
 
 func replayRun(f *Factory, cmd *cobra.Command, opts *replayOptions) error {
 	ro := replay.Options{Topic: opts.topic, Start: replay.FromOldest, To: opts.to, Count: opts.count, Follow: opts.follow}
-	if opts.count < 0 {
-		return usageErrorf("--count must be positive")
+	fl := cmd.Flags()
+	switch {
+	case fl.Changed("count") && fl.Changed("to"):
+		return usageErrorf("--count and --to cannot be used together (stop by one or the other)")
+	case opts.count < 0:
+		return usageErrorf("--count must not be negative, not %d", opts.count)
+	case fl.Changed("to") && opts.to < 0:
+		// -1 is the flag's "up to the tail"; typed, a negative offset is a mistake.
+		return usageErrorf("--to must be 0 or more (an offset)")
 	}
 	if cmd.Flags().Changed("partition") {
 		if opts.partition < 0 {
