@@ -25,11 +25,19 @@ func describeErr(err error) string {
 	return s
 }
 
-// apiFatal is the one line for an error that stops a command (exit 1), with a hint
-// on what to do about it. op names what was being done, topic is "" when none.
+// apiFatal is the one line for an error that stops a command (exit 1; 2 for a 400),
+// with a hint on what to do about it. op names what was being done, topic is "" when none.
 func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 	var hint string
+	code := ExitFailed
 	switch client.StatusOf(err) {
+	case http.StatusBadRequest:
+		// The node refused the request as the flags built it (a partition the topic
+		// does not have): bad input, never to be retried unchanged.
+		code = ExitUsage
+		if topic != "" {
+			hint = fmt.Sprintf("see narad topic info %s", render.Escape(topic))
+		}
 	case 0:
 		if errors.Is(err, context.Canceled) {
 			return exitWith(ExitFailed, nil) // a signal: the exit code says it
@@ -69,7 +77,7 @@ func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 	if hint != "" {
 		msg += " (" + hint + ")"
 	}
-	return exitWith(ExitFailed, errors.New(msg))
+	return exitWith(code, errors.New(msg))
 }
 
 // retitled is err shown with another text, still err underneath for errors.As.
