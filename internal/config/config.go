@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -124,9 +125,17 @@ func (f *File) Names() []string {
 	return names
 }
 
-// ValidateContextName rejects names that would be awkward in a shell or YAML.
+// ValidateContextName accepts what its message says: letters, digits, '.', '_' and
+// '-'. Anything else would be awkward in a shell or YAML, or would drive a terminal.
 func ValidateContextName(name string) error {
-	if name == "" || strings.ContainsAny(name, " \t\r\n/\\:") {
+	ok := name != ""
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != '_' && r != '-' {
+			ok = false
+			break
+		}
+	}
+	if !ok {
 		return fmt.Errorf("invalid context name %q (letters, digits, '.', '_' and '-')", name)
 	}
 	return nil

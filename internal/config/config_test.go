@@ -204,3 +204,18 @@ func TestResolveEnvUsesGetenv(t *testing.T) {
 		t.Errorf("got %+v, %v; want the flag's password", got, err)
 	}
 }
+
+func TestValidateContextName(t *testing.T) {
+	for _, n := range []string{"prod", "eu-west.1", "dev_2", "prüfung"} {
+		if err := ValidateContextName(n); err != nil {
+			t.Errorf("ValidateContextName(%q) = %v, want ok", n, err)
+		}
+	}
+	// What the message promises is what is checked: no controls, quotes or globs
+	// in a name that is shown in tables and typed in shells.
+	for _, n := range []string{"", "a b", "a/b", "a:b", "a\x1b[2J", "a\u009b", "a*", "a\"b", "a\xff"} {
+		if err := ValidateContextName(n); err == nil {
+			t.Errorf("ValidateContextName(%q) = nil, want an error", n)
+		}
+	}
+}
