@@ -96,6 +96,9 @@ func demoRun(f *Factory, _ *demoOptions) error {
 		// counters) is interleaved with its stdout in order.
 		ios := *f.IO
 		ios.ErrOut = f.IO.Out
+		// What goes to ErrOut now lands on stdout: it follows stdout's terminal facts
+		// (`narad demo > file` from a terminal gets no colour codes in the file).
+		ios.SetTTY(f.IO.IsStdinTTY(), f.IO.IsStdoutTTY(), f.IO.IsStdoutTTY())
 		child := &Factory{IO: &ios, Getenv: demoGetenv(f.Getenv), Now: f.Now, Signals: f.Signals}
 		args := append([]string{"--server", b.URL(), "--config", filepath.Join(dir, "config.yaml")}, s.args...)
 		if code := Run(child, args); code != ExitOK {
