@@ -89,6 +89,21 @@ type retitled struct {
 func (e *retitled) Error() string { return e.text }
 func (e *retitled) Unwrap() error { return e.err }
 
+// unknownCommandLine turns cobra's `unknown command "sbu" for "narad"` and the
+// suggestions it puts on the lines below into one line with a hint; other messages
+// are returned as they are.
+func unknownCommandLine(msg string) string {
+	if !strings.HasPrefix(msg, "unknown command ") {
+		return msg
+	}
+	first, rest, _ := strings.Cut(msg, "\n")
+	hint := "see narad --help"
+	if _, names, ok := strings.Cut(rest, "Did you mean this?"); ok && len(strings.Fields(names)) > 0 {
+		hint = "did you mean " + strings.Join(strings.Fields(names), " or ") + "? " + hint
+	}
+	return first + " (" + hint + ")"
+}
+
 // grantFor is the grant an operation needs (API.md, "Grants").
 func grantFor(op string) string {
 	switch op {

@@ -65,7 +65,7 @@ func Run(f *Factory, args []string) (code int) {
 		if !errors.As(err, &ee) || ee.err != nil {
 			// Escaped here, once for every command: the line may quote what the user
 			// typed (a flag, a file name) or what a node sent.
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(err.Error())))
+			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(unknownCommandLine(err.Error()))))
 		}
 	}
 	if sig := f.Signals.Received(); sig != 0 && code != ExitUsage {
@@ -134,7 +134,26 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newVersionCmd(f),
 		newCompletionCmd(f),
 	)
+	strictHelp(root)
 	return root
+}
+
+// strictHelp makes `narad help TOPIC` refuse a topic that is not a command (exit 2,
+// one line) instead of printing the usage with exit 0 as cobra's own does.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	help, _, err := root.Find([]string{"help"})
+	if err != nil || help == root {
+		return
+	}
+	help.Run = nil
+	help.RunE = func(_ *cobra.Command, args []string) error {
+		cmd, _, err := root.Find(args)
+		if err != nil || cmd == nil {
+			return usageErrorf("unknown help topic %q (see narad --help)", strings.Join(args, " "))
+		}
+		return cmd.Help()
+	}
 }
 
 // Context is cancelled at the first signal: for commands with nothing to give back.
