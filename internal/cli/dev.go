@@ -64,22 +64,24 @@ func devRun(f *Factory, opts *devOptions) error {
 	for _, s := range opts.topics {
 		spec, err := devbroker.ParseTopicFlag(s)
 		if err != nil {
-			return usageErrorf("invalid --topic %q: %v", s, err)
+			// The broker's error already names the flag and its value.
+			return usageErrorf("%v (see narad dev --help)", err)
 		}
 		cfg.Topics = append(cfg.Topics, spec)
 	}
 	for _, s := range opts.users {
 		u, err := devbroker.ParseUser(s)
 		if err != nil {
-			// The value holds a password: never echo it back.
-			return usageErrorf("invalid --user: %v (want NAME:PASS:GRANTS)", err)
+			// The broker's error names the flag with the password masked; the value
+			// itself is never echoed back.
+			return usageErrorf("%v (see narad dev --help)", err)
 		}
 		cfg.Users = append(cfg.Users, u)
 	}
 	for _, s := range opts.faults {
 		r, err := devbroker.ParseFault(s)
 		if err != nil {
-			return usageErrorf("invalid --fault %q: %v", s, err)
+			return usageErrorf("%v (see narad dev --help)", err)
 		}
 		cfg.Faults = append(cfg.Faults, r)
 	}
@@ -90,7 +92,8 @@ func devRun(f *Factory, opts *devOptions) error {
 	}
 	b, err := devbroker.Start(cfg)
 	if err != nil {
-		return exitWith(ExitFailed, fmt.Errorf("dev broker: %v", err))
+		return exitWith(ExitFailed, fmt.Errorf("%s (pick another --addr)",
+			strings.TrimPrefix(err.Error(), "devbroker: ")))
 	}
 	names := make([]string, 0, len(cfg.Topics))
 	for _, t := range cfg.Topics {
