@@ -18,13 +18,13 @@ func newCompletionCmd(f *Factory) *cobra.Command {
 			out := f.IO.Out
 			switch args[0] {
 			case "bash":
-				return root.GenBashCompletionV2(out, true)
+				return outputDone(root.GenBashCompletionV2(out, true))
 			case "zsh":
-				return root.GenZshCompletion(out)
+				return outputDone(root.GenZshCompletion(out))
 			case "fish":
-				return root.GenFishCompletion(out, true)
+				return outputDone(root.GenFishCompletion(out, true))
 			case "powershell":
-				return root.GenPowerShellCompletionWithDesc(out)
+				return outputDone(root.GenPowerShellCompletionWithDesc(out))
 			}
 			return usageErrorf("unknown shell %q (bash, zsh, fish or powershell)", args[0])
 		},

@@ -83,3 +83,12 @@ func writeJSONLine(w io.Writer, v any) error {
 	_, err = w.Write(append(render.InertJSON(b), '\n'))
 	return err
 }
+
+// outputDone is the result of a command whose last act was writing err's output: a
+// reader that went away is success, any other failure to write is exit 1.
+func outputDone(err error) error {
+	if err == nil || isClosedOutput(err) {
+		return nil
+	}
+	return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -80,10 +79,10 @@ func versionRun(f *Factory, opts *versionOptions) error {
 	v := buildInfo()
 	switch opts.output {
 	case "json":
-		return json.NewEncoder(f.IO.Out).Encode(v)
+		return printJSON(f.IO.Out, v)
 	case "text", "":
 		_, err := fmt.Fprintf(f.IO.Out, "narad %s (commit %s, built %s, %s)\n", v.Version, v.Commit, v.Date, v.GoVersion)
-		return err
+		return outputDone(err)
 	}
 	return usageErrorf("invalid --output %q (text or json)", opts.output)
 }
