@@ -52,7 +52,7 @@ func (o *messageOutput) renderer(f *Factory, cmd *cobra.Command) (*render.Render
 		Color:     format == render.Text && f.IO.ColorEnabled(),
 	})
 	if err != nil {
-		return nil, usageErrorf("invalid --template: %v", err)
+		return nil, usageErrorf("invalid --template: %v (fields: %s)", err, render.TemplateFields())
 	}
 	return r, nil
 }

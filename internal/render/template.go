@@ -1,6 +1,8 @@
 package render
 
 import (
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -21,6 +23,17 @@ type templateData struct {
 	Timestamp     int64
 	Time          time.Time
 	ReceiptHandle string
+}
+
+// TemplateFields lists what a template can use (".Topic .Partition ..."), for help
+// and errors; read from templateData so that it cannot fall behind.
+func TemplateFields() string {
+	t := reflect.TypeFor[templateData]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = "." + t.Field(i).Name
+	}
+	return strings.Join(names, " ")
 }
 
 // sampleData is the message a template is tried on in New.
