@@ -231,9 +231,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 
 	var h consumer.Handler
 	if opts.command == nil {
-		p := consumer.NewPrinter(f.IO.Out, r)
-		p.StopOn(f.Signals.Soft)
-		h = p
+		h = consumer.NewPrinter(f.IO.Out, r)
 	} else {
 		if h, err = newSupervisor(f, c, opts); err != nil {
 			return err

@@ -142,9 +142,14 @@ func New(cfg Config) (*Client, error) {
 	}
 	// No http.Client.Timeout: each request gets its own deadline through its context,
 	// because a long-polling consume needs a longer one than an ack.
-	c.http = &http.Client{Transport: tr}
+	c.http = &http.Client{Transport: tr, CheckRedirect: refuseRedirect}
 	return c, nil
 }
+
+// refuseRedirect makes a redirect an answer (shown as an error) instead of a request
+// to wherever it points: the API never redirects, and Go would resend the Basic
+// credentials to another port of the same host, or from https to http.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // CloseIdleConnections closes the kept-alive connections that carry no request. A
 // program that is done with the node calls it so the node is not left holding

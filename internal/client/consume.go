@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -86,8 +87,14 @@ func (c *Client) Replay(ctx context.Context, topic string, partition int, offset
 // a user name out after 5 failed logins).
 func (c *Client) consumeRetrying(ctx context.Context, r *request) (*response, error) {
 	busy, down := 0, 0 // retries so far for a busy node, and connection errors in a row
+	// A node busy for longer than the retry budget is reported rather than waited on
+	// silently forever (sub --drain in CI must end); request time plus backoff asked
+	// for, as for settlements.
+	var spent time.Duration
 	for {
+		start := time.Now()
 		resp, err := c.send(ctx, r)
+		spent += time.Since(start)
 		var n int
 		switch {
 		case err != nil:
@@ -99,13 +106,18 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request) (*response, er
 		case resp.status == http.StatusOK || resp.status == http.StatusNoContent:
 			return resp, nil
 		case retryableConsumeStatus(resp.status):
+			if spent >= c.retry.Budget {
+				return nil, resp.err(r.op)
+			}
 			down = 0
 			busy++
 			n = busy - 1
 		default:
 			return nil, resp.err(r.op)
 		}
-		if err := c.retry.Sleep(ctx, c.retry.backoff(n)); err != nil {
+		d := c.retry.backoff(n)
+		spent += d
+		if err := c.retry.Sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.op, err)
 		}
 	}

@@ -368,3 +368,40 @@ func BenchmarkDecodeBatch100GoEscaped(b *testing.B) {
 		}
 	}
 }
+
+// A node that stays busy past the retry budget is reported, not waited on forever:
+// sub --drain in CI must end.
+func TestConsumeBusyPastTheBudgetIsAnError(t *testing.T) {
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		writeText(w, 503, "no partition owner reachable\n")
+	})
+	c, _ := newClient(t, n.URL, func(c *Config) { c.Retry.Budget = 10 * time.Second })
+	_, err := c.Consume(ctxT(t), "orders", ConsumeOptions{})
+	if StatusOf(err) != 503 || !strings.Contains(err.Error(), "no partition owner reachable") {
+		t.Fatalf("err %v, want the 503", err)
+	}
+	if got := len(n.requests()); got < 3 || got > 20 {
+		t.Errorf("%d requests, want a few within a 10s budget", got)
+	}
+}
+
+// A redirect is an answer, not an invitation to send the credentials elsewhere.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	elsewhere := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		writeJSON(w, 200, `{"topics":[],"next_page_token":""}`)
+	})
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	})
+	c, err := New(Config{BaseURL: n.URL, User: "app", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListTopics(ctxT(t))
+	if StatusOf(err) != http.StatusTemporaryRedirect {
+		t.Errorf("err %v, want the 307 as an error", err)
+	}
+	if got := len(elsewhere.requests()); got != 0 {
+		t.Errorf("the redirect was followed: %d requests elsewhere", got)
+	}
+}

@@ -43,6 +43,16 @@ type Handler interface {
 	Finish(ctx context.Context, stopping <-chan struct{}) error
 }
 
+// ErrStopped is a handler giving up work because the run is stopping (it was told
+// through StopOn): the stop's own reason stands.
+var ErrStopped = errors.New("stopped")
+
+// stopAware is a Handler whose Handle can block on something other than the network
+// (a write to a reader that stopped reading): Run tells it when the run is stopping.
+type stopAware interface {
+	StopOn(stopping <-chan struct{})
+}
+
 // ErrOutputClosed is a handler's output going away (EPIPE from `| head`): the run
 // ends, and that is not a failure.
 var ErrOutputClosed = errors.New("output closed")
@@ -229,6 +239,9 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 			cancelTake()
 		})
 	}
+	if sa, ok := h.(stopAware); ok {
+		sa.StopOn(stopping)
+	}
 	var soft atomic.Bool
 	watchDone := make(chan struct{})
 	watchExited := make(chan struct{})
@@ -349,6 +362,9 @@ func loop(ctx, take context.Context, src Source, h Handler, s *settler, c *count
 		if err := h.Handle(ctx, ds); err != nil {
 			if errors.Is(err, ErrOutputClosed) {
 				return StopOutputClosed, nil
+			}
+			if errors.Is(err, ErrStopped) {
+				return 0, nil
 			}
 			return 0, err
 		}

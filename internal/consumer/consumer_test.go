@@ -582,8 +582,7 @@ func TestPrinterStopAbandonsABlockedWriteAndGivesTheBatchBack(t *testing.T) {
 	src.Add("t", 4)
 	w := &stuckWriter{entered: make(chan struct{})}
 	stop := make(chan struct{})
-	p := consumer.NewPrinter(w, lines{})
-	p.StopOn(stop)
+	p := consumer.NewPrinter(w, lines{}) // Run tells it of the stop through StopOn
 	go func() {
 		<-w.entered
 		close(stop)

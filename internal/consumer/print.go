@@ -45,9 +45,10 @@ type Printer struct {
 // abandonGrace is how long a blocked write may still finish after a stop.
 const abandonGrace = 200 * time.Millisecond
 
-// StopOn makes a write still blocked when ch closes (the soft stop) give up: the
-// batch is given back whole and the run ends. The abandoned write may still complete
-// later, so those lines can be printed and delivered again: at least once, never lost.
+// StopOn makes a write still blocked when ch closes (Run passes its early stop: a
+// signal or the timeout) give up: the batch is given back whole and the run ends. The
+// abandoned write may still complete later, so those lines can be printed and
+// delivered again: at least once, never lost.
 func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
@@ -74,7 +75,7 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		if err != nil {
 			// Stop at the message that cannot be shown: the ones before it still go
 			// out, and it and the rest go back for a consumer that can.
-			renderErr = fmt.Errorf("render p%d @%d: %w", m.Partition, m.Offset, err)
+			renderErr = err // it names the message already
 			break
 		}
 		buf = b
@@ -87,7 +88,7 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		if abandoned {
 			p.buf, p.ends = nil, nil // the stuck write still owns buf
 			_ = NackAll(ds, GiveBack)
-			return fmt.Errorf("%w: a write was still blocked at the stop", ErrOutputClosed)
+			return fmt.Errorf("%w: a write was still blocked", ErrStopped)
 		}
 		if err == nil && n < len(buf) {
 			err = io.ErrShortWrite
