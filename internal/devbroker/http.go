@@ -200,17 +200,27 @@ func parsePartition(s string, n int) (int, error) {
 	return p, nil
 }
 
-func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
-	b.count(OpProduce)
+// topicRequest counts a request on a topic route, checks the caller's grant and finds
+// the topic, answering the request itself (401/403/404) when one of those fails.
+func (b *Broker) topicRequest(w http.ResponseWriter, r *http.Request, op string, perm permission) (t *topic, identity string, ok bool) {
+	b.count(op)
 	name := r.PathValue("topic")
-	if _, ok := b.authorize(w, r, permProduce, name); !ok {
-		return
+	if identity, ok = b.authorize(w, r, perm, name); !ok {
+		return nil, "", false
 	}
-	t := b.topic(name)
-	if t == nil {
+	if t = b.topic(name); t == nil {
 		writeNotFound(w, name)
+		return nil, "", false
+	}
+	return t, identity, true
+}
+
+func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
+	t, _, ok := b.topicRequest(w, r, OpProduce, permProduce)
+	if !ok {
 		return
 	}
+	name := t.spec.Name
 	q := r.URL.Query()
 	pin := -1
 	if s := q.Get("partition"); s != "" {
@@ -257,17 +267,11 @@ func (b *Broker) handleConsume(w http.ResponseWriter, r *http.Request) {
 	if replay {
 		op = OpReplay
 	}
-	b.count(op)
-	name := r.PathValue("topic")
-	identity, ok := b.authorize(w, r, permConsume, name)
+	t, identity, ok := b.topicRequest(w, r, op, permConsume)
 	if !ok {
 		return
 	}
-	t := b.topic(name)
-	if t == nil {
-		writeNotFound(w, name)
-		return
-	}
+	name := t.spec.Name
 	legacy := b.legacy.Load()
 	badRequest := func(text string) { writeError(w, http.StatusBadRequest, text) }
 
@@ -449,16 +453,11 @@ func (b *Broker) handleAck(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	act, validExtend := parseExtend(q)
 	op := actionOps[act]
-	b.count(op)
-	name := r.PathValue("topic")
-	if _, ok := b.authorize(w, r, permConsume, name); !ok {
+	t, _, ok := b.topicRequest(w, r, op, permConsume)
+	if !ok {
 		return
 	}
-	t := b.topic(name)
-	if t == nil {
-		writeNotFound(w, name)
-		return
-	}
+	name := t.spec.Name
 	if !validExtend {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("extend %q must be true, 1, 0 or false", q.Get("extend")))
 		return
@@ -678,16 +677,11 @@ func (b *Broker) handleListTopics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (b *Broker) handleTopicInfo(w http.ResponseWriter, r *http.Request) {
-	b.count(OpTopicInfo)
-	name := r.PathValue("topic")
-	if _, ok := b.authorize(w, r, permRead, name); !ok {
+	t, _, ok := b.topicRequest(w, r, OpTopicInfo, permRead)
+	if !ok {
 		return
 	}
-	t := b.topic(name)
-	if t == nil {
-		writeNotFound(w, name)
-		return
-	}
+	name := t.spec.Name
 	st, err := t.stats()
 	if err != nil {
 		writeNotFound(w, name)
