@@ -74,17 +74,11 @@ func New(cfg Config) (*Broker, error) {
 		closing:     make(chan struct{}),
 		requests:    make(map[string]*atomic.Int64),
 	}
-	switch {
-	case b.maxWait == 0:
-		b.maxWait = DefaultMaxConsumeWait
-	case b.maxWait < 0:
-		return nil, fmt.Errorf("%w max consume wait %v: must be positive", ErrInvalid, b.maxWait)
+	if err := orDefault(&b.maxWait, DefaultMaxConsumeWait, "max consume wait"); err != nil {
+		return nil, err
 	}
-	switch {
-	case b.maxConsumes == 0:
-		b.maxConsumes = DefaultMaxConsumesPerIdentity
-	case b.maxConsumes < 0:
-		return nil, fmt.Errorf("%w max consumes per identity %d: must be positive", ErrInvalid, b.maxConsumes)
+	if err := orDefault(&b.maxConsumes, DefaultMaxConsumesPerIdentity, "max consumes per identity"); err != nil {
+		return nil, err
 	}
 	switch {
 	case b.defaultVis == 0:

@@ -105,25 +105,28 @@ func (s TopicSpec) normalize(defVis time.Duration) (TopicSpec, error) {
 	}
 	// The wire carries milliseconds; keep the Go side identical to what info reports.
 	s.VisibilityTimeout = s.VisibilityTimeout.Truncate(time.Millisecond)
-	switch {
-	case s.RetentionMs == 0:
-		s.RetentionMs = DefaultRetention.Milliseconds()
-	case s.RetentionMs < 0:
-		return s, fmt.Errorf("%w retention_ms %d: must be positive", ErrInvalid, s.RetentionMs)
+	if err := orDefault(&s.RetentionMs, DefaultRetention.Milliseconds(), "retention_ms"); err != nil {
+		return s, err
 	}
-	switch {
-	case s.MaxInFlightPerPartition == 0:
-		s.MaxInFlightPerPartition = DefaultMaxInFlight
-	case s.MaxInFlightPerPartition < 0:
-		return s, fmt.Errorf("%w max_in_flight_per_partition %d: must be positive", ErrInvalid, s.MaxInFlightPerPartition)
+	if err := orDefault(&s.MaxInFlightPerPartition, DefaultMaxInFlight, "max_in_flight_per_partition"); err != nil {
+		return s, err
 	}
-	switch {
-	case s.MaxAckedAheadPerPartition == 0:
-		s.MaxAckedAheadPerPartition = DefaultMaxAckedAhead
-	case s.MaxAckedAheadPerPartition < 0:
-		return s, fmt.Errorf("%w max_acked_ahead_per_partition %d: must be positive", ErrInvalid, s.MaxAckedAheadPerPartition)
+	if err := orDefault(&s.MaxAckedAheadPerPartition, DefaultMaxAckedAhead, "max_acked_ahead_per_partition"); err != nil {
+		return s, err
 	}
 	return s, nil
+}
+
+// orDefault sets *v to def when it is zero (the API's "use the default") and refuses
+// a negative value.
+func orDefault[T ~int | ~int64](v *T, def T, what string) error {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		return fmt.Errorf("%w %s %v: must be positive", ErrInvalid, what, *v)
+	}
+	return nil
 }
 
 // ParseTopicFlag parses a `--topic` flag: "orders" or "orders:5".
