@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,28 +14,14 @@ import (
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/consumer/consumertest"
 	"github.com/narad/narad/internal/devbroker"
 	"github.com/narad/narad/internal/render"
 )
 
 // broker starts a devbroker with topic "t" and returns it with a client for it.
 func broker(t *testing.T) (*devbroker.Broker, *client.Client) {
-	t.Helper()
-	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3, VisibilityTimeout: 30 * time.Second}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	// The broker's Shutdown waits for connections the client dialled and never used;
-	// closing them first keeps each test from paying that wait.
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	t.Cleanup(tr.CloseIdleConnections)
-	c, err := client.New(client.Config{BaseURL: b.URL(), HTTPClient: &http.Client{Transport: tr},
-		Retry: client.RetryPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, c
+	return consumertest.Broker(t, 30*time.Second)
 }
 
 func produce(t *testing.T, b *devbroker.Broker, from, n int) []string {

@@ -2,34 +2,20 @@ package supervisor_test
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/consumer/consumertest"
 	"github.com/narad/narad/internal/devbroker"
 )
 
 // broker starts a devbroker whose topic "t" has a 1s visibility timeout, and returns
 // it with a client; the supervisor's Lease is that timeout.
 func broker(t *testing.T) (*devbroker.Broker, *client.Client) {
-	t.Helper()
-	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3, VisibilityTimeout: time.Second}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	// The broker's Shutdown waits for connections dialled and never used.
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	t.Cleanup(tr.CloseIdleConnections)
-	c, err := client.New(client.Config{BaseURL: b.URL(), HTTPClient: &http.Client{Transport: tr},
-		Retry: client.RetryPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, c
+	return consumertest.Broker(t, time.Second)
 }
 
 func topicStats(t *testing.T, b *devbroker.Broker) devbroker.TopicStats {
