@@ -80,15 +80,6 @@ func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 	return exitWith(code, errors.New(msg))
 }
 
-// retitled is err shown with another text, still err underneath for errors.As.
-type retitled struct {
-	text string
-	err  error
-}
-
-func (e *retitled) Error() string { return e.text }
-func (e *retitled) Unwrap() error { return e.err }
-
 // unknownCommandLine turns cobra's `unknown command "sbu" for "narad"` and the
 // suggestions it puts on the lines below into one line with a hint; other messages
 // are returned as they are.

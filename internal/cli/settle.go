@@ -235,15 +235,6 @@ func settleRun(f *Factory, opts *settleOptions) error {
 	}
 	ctx, cancel := f.Context()
 	defer cancel()
-	// Settle retries a handle that got no answer for up to two minutes, as it must
-	// once a node was reached; a node that cannot be reached at all fails at once.
-	if err := c.Ready(ctx); err != nil && client.StatusOf(err) == 0 {
-		if ctx.Err() != nil {
-			return exitWith(ExitFailed, nil)
-		}
-		err = &retitled{text: opts.Name + ": " + strings.TrimPrefix(describeErr(err), "ready: "), err: err}
-		return apiFatal(f, c, err, opts.Name, opts.Topic)
-	}
 	items, readErr := settleItems(ctx, f.IO.In, opts.Handles)
 
 	var total, gone, failed int

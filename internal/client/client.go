@@ -39,6 +39,10 @@ type Config struct {
 // Client makes typed calls to one node. It is safe for concurrent use, and meant to
 // be shared: its connections are kept alive and reused.
 type Client struct {
+	// reached is set once any request got an HTTP answer: until then a connection
+	// error more likely means a wrong address than a node restarting.
+	reached atomic.Bool
+
 	base       string // scheme://host[/prefix], no trailing slash, no credentials
 	user, pass string
 	hasAuth    bool
@@ -252,6 +256,7 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 			err = errBodyTooLarge
 		}
 		out = &response{status: resp.StatusCode, header: resp.Header, body: b}
+		c.reached.Store(true)
 	}
 	c.logRequest(r.method, u, out, err, time.Since(start))
 	if err != nil {

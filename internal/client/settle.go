@@ -150,6 +150,11 @@ func (c *Client) settle(ctx context.Context, topic string, a Action, handles []s
 		if len(pending) == 0 || ctx.Err() != nil {
 			break
 		}
+		if !c.reached.Load() && round+1 >= c.retry.ProduceAttempts {
+			// Nothing ever answered: a wrong --server, not a node to wait out for the
+			// whole budget. The settlements never arrived anywhere; say so as a whole.
+			return s, s.cause[pending[0]]
+		}
 		d := c.retry.backoff(round)
 		if spent+d > c.retry.Budget {
 			break // the last answers stand

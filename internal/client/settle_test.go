@@ -453,3 +453,19 @@ func TestSettleUnreadableBatchAnswer(t *testing.T) {
 		t.Errorf("retried a batch that may have landed")
 	}
 }
+
+// A node that never answered anything is a wrong address, not a node to wait out for
+// the whole budget: Settle gives up after a few attempts and says so as a whole.
+func TestSettleGivesUpSoonOnANodeNeverReached(t *testing.T) {
+	c, sl := newClient(t, "http://127.0.0.1:1")
+	res, err := c.Settle(ctxT(t), "orders", Ack, []string{"0:0:1", "0:0:2"})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err %v, want the connection error", err)
+	}
+	if len(res) != 2 || res[0].Status != 0 {
+		t.Errorf("results %+v, want one per handle, unanswered", res)
+	}
+	if got := len(sl.calls()); got != DefaultProduceAttempts-1 {
+		t.Errorf("%d backoffs, want %d", got, DefaultProduceAttempts-1)
+	}
+}
