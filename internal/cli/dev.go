@@ -85,13 +85,13 @@ func devRun(f *Factory, opts *devOptions) error {
 		}
 		cfg.Faults = append(cfg.Faults, r)
 	}
-	// New only validates (a non-loopback address without users is bad input);
-	// Start can still fail at run time, e.g. on a port in use.
-	if _, err := devbroker.New(cfg); err != nil {
+	// Bad configuration (a non-loopback address without users) is bad input; an
+	// address that cannot be had (a port in use) is a failure.
+	b, err := devbroker.New(cfg)
+	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	b, err := devbroker.Start(cfg)
-	if err != nil {
+	if err := b.Listen(); err != nil {
 		return exitWith(ExitFailed, fmt.Errorf("%s (pick another --addr)",
 			strings.TrimPrefix(err.Error(), "devbroker: ")))
 	}

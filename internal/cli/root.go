@@ -28,6 +28,9 @@ type Factory struct {
 	Signals *Signals
 
 	global globalFlags
+	// conn is the connection once resolved: the config file is read, and any
+	// --insecure warning printed, once per invocation.
+	conn *config.Connection
 	root   *cobra.Command
 }
 
@@ -102,6 +105,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		},
 	}
 	f.root = root
+	f.conn = nil
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)
@@ -183,6 +187,9 @@ func (f *Factory) Config() (*config.File, error) {
 
 // Connection resolves where to connect and with which credentials.
 func (f *Factory) Connection() (config.Connection, error) {
+	if f.conn != nil {
+		return *f.conn, nil
+	}
 	cfg, err := f.Config()
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
@@ -194,6 +201,7 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if conn.Insecure && strings.HasPrefix(conn.Server, "https:") {
 		fmt.Fprintln(f.IO.ErrOut, "narad: warning: TLS certificate verification is off (--insecure)")
 	}
+	f.conn = &conn
 	return conn, nil
 }
 

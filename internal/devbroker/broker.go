@@ -120,7 +120,7 @@ func Start(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.listen(); err != nil {
+	if err := b.Listen(); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -129,7 +129,7 @@ func Start(cfg Config) (*Broker, error) {
 // ListenAndServe serves in the foreground until ctx is cancelled, then stops cleanly and
 // returns nil. `narad dev` wires SIGINT and SIGTERM to ctx.
 func (b *Broker) ListenAndServe(ctx context.Context) error {
-	if err := b.listen(); err != nil {
+	if err := b.Listen(); err != nil {
 		return err
 	}
 	select {
@@ -141,7 +141,10 @@ func (b *Broker) ListenAndServe(ctx context.Context) error {
 	}
 }
 
-func (b *Broker) listen() error {
+// Listen opens b's address and serves in the background; Start is New then Listen.
+// It is separate so that a caller can tell bad configuration (New) from an address
+// that cannot be had (Listen).
+func (b *Broker) Listen() error {
 	b.srvMu.Lock()
 	defer b.srvMu.Unlock()
 	if b.srv != nil {
