@@ -108,8 +108,7 @@ func devRun(f *Factory, opts *devOptions) error {
 
 	ctx, cancel := f.Context()
 	defer cancel()
-	<-ctx.Done()
-	if err := b.Close(); err != nil {
+	if err := b.Serve(ctx); err != nil {
 		return exitWith(ExitFailed, fmt.Errorf("dev broker: %v", err))
 	}
 	// A server in the foreground stopped by SIGINT/SIGTERM has done its job: exit 0.

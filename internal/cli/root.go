@@ -31,7 +31,7 @@ type Factory struct {
 	// conn is the connection once resolved: the config file is read, and any
 	// --insecure warning printed, once per invocation.
 	conn *config.Connection
-	root   *cobra.Command
+	root *cobra.Command
 }
 
 type globalFlags struct {

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -139,10 +138,3 @@ func ctxT(t *testing.T) context.Context {
 func intp(i int) *int { return &i }
 
 func strp(s string) *string { return &s }
-
-func mustContain(t *testing.T, got []byte, want string) {
-	t.Helper()
-	if !bytes.Contains(got, []byte(want)) {
-		t.Errorf("%q does not contain %q", got, want)
-	}
-}

@@ -81,7 +81,7 @@ func TestResolveLayering(t *testing.T) {
 			if tc.name == "default without contexts" {
 				f = &File{Contexts: map[string]Context{}}
 			}
-			got, err := Resolve(newFlags(t, tc.args...), f)
+			got, err := ResolveEnv(newFlags(t, tc.args...), f, os.Getenv)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", got)

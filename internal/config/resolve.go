@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -22,15 +21,11 @@ type Connection struct {
 	DroppedCredentials bool
 }
 
-// Resolve layers flag > env > context > default for each connection field.
-// flags must define server, user, password, context, ca-cert and insecure.
-// A fresh viper instance per call keeps invocations independent (tests run many).
-func Resolve(flags *pflag.FlagSet, f *File) (Connection, error) {
-	return ResolveEnv(flags, f, os.Getenv)
-}
-
-// ResolveEnv is Resolve with the environment read through getenv, so that a run can
-// be given an environment of its own (narad demo talks to its own broker only).
+// ResolveEnv layers flag > env > context > default for each connection field, with
+// the environment read through getenv so that a run can be given an environment of
+// its own (narad demo talks to its own broker only). flags must define server, user,
+// password, context, ca-cert and insecure. A fresh viper instance per call keeps
+// invocations independent (tests run many).
 func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Connection, error) {
 	v := viper.New()
 	for key, env := range map[string]string{

@@ -127,11 +127,19 @@ func Start(cfg Config) (*Broker, error) {
 }
 
 // ListenAndServe serves in the foreground until ctx is cancelled, then stops cleanly and
-// returns nil. `narad dev` wires SIGINT and SIGTERM to ctx.
+// returns nil.
 func (b *Broker) ListenAndServe(ctx context.Context) error {
 	if err := b.Listen(); err != nil {
 		return err
 	}
+	return b.Serve(ctx)
+}
+
+// Serve waits on a broker that is listening until ctx is cancelled, then stops it
+// cleanly and returns nil; it returns the server's error if serving stops on its own.
+// `narad dev` calls Listen, says where it listens, then Serve with SIGINT/SIGTERM
+// wired to ctx.
+func (b *Broker) Serve(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return b.Close()
