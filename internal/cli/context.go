@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/render"
@@ -69,13 +72,16 @@ type contextAddOptions struct {
 func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *cobra.Command {
 	opts := &contextAddOptions{}
 	cmd := &cobra.Command{
-		Use:   "add NAME --server URL [--user U --password P] [--ca-cert F] [--insecure]",
+		Use:   "add NAME --server URL [--user U [--password-stdin]] [--ca-cert F] [--insecure]",
 		Short: "Save a context",
-		Long: "Save a connection under NAME, from the flags --server, --user, --password,\n" +
-			"--ca-cert and --insecure (the environment is not read). The first context saved\n" +
-			"becomes the current one. An existing NAME is replaced only with --force.",
+		Long: "Save a connection under NAME, from the flags --server, --user, --password (or\n" +
+			"--password-stdin), --ca-cert and --insecure (the environment is not read). With\n" +
+			"--user and no password flag, the password is asked for on a terminal, without echo.\n" +
+			"The first context saved becomes the current one. An existing NAME is replaced only\n" +
+			"with --force.",
 		Example: "  narad context add local --server http://127.0.0.1:7942\n" +
-			"  narad context add prod --server https://narad.example.com --user app --password s3cret",
+			"  narad context add prod --server https://narad.example.com --user app\n" +
+			"  pass show narad/app | narad context add prod --server https://narad.example.com --user app --password-stdin",
 		Args: exactArgs(1, "a context name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
@@ -90,16 +96,21 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			if err := config.ValidateServer(g.server); err != nil {
 				return usageErrorf("%v", err)
 			}
-			if fl.Changed("password") && !fl.Changed("user") {
+			switch {
+			case fl.Changed("password") && !fl.Changed("user"):
 				return usageErrorf("--password needs --user")
+			case g.passwordStdin && !fl.Changed("user"):
+				return usageErrorf("--password-stdin needs --user")
 			}
 			c := config.Context{Server: g.server, Insecure: g.insecure}
 			if fl.Changed("user") {
 				c.User = g.user
 			}
-			if fl.Changed("password") {
-				c.Password = g.password
+			pw, err := contextPassword(f, fl.Changed("user"), fl.Changed("password"))
+			if err != nil {
+				return err
 			}
+			c.Password = pw
 			if fl.Changed("ca-cert") && g.caCert != "" {
 				// Saved absolute: the context is used from other directories.
 				abs, err := filepath.Abs(g.caCert)
@@ -117,6 +128,58 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace a context of the same name")
 	return cmd
+}
+
+// contextPassword is the password to save: --password, else --password-stdin,
+// else, for a user given on a terminal, one typed at a prompt without echo (never
+// needing it in argv or the shell history); "" for none.
+func contextPassword(f *Factory, user, passwordFlag bool) (string, error) {
+	switch {
+	case passwordFlag:
+		return f.global.password, nil
+	case f.global.passwordStdin:
+		return f.passwordFromStdin()
+	case !user || !f.IO.IsStdinTTY() || f.ReadSecret == nil:
+		return "", nil
+	}
+	pw, err := f.ReadSecret(fmt.Sprintf("password for %s (empty for none): ", f.global.user))
+	if err != nil {
+		return "", exitWith(ExitFailed, fmt.Errorf("cannot read the password: %v", err))
+	}
+	return pw, nil
+}
+
+// terminalSecret reads a line from the terminal on stdin with echo off, the prompt
+// on w. x/term does this portably (termios on Unix, console modes on Windows), which
+// our own code would have to repeat per platform. A signal (stop) gives up at once
+// and puts the terminal back: the read itself cannot be interrupted.
+func terminalSecret(w io.Writer, stop <-chan struct{}) func(string) (string, error) {
+	return func(prompt string) (string, error) {
+		fd := int(os.Stdin.Fd())
+		state, err := term.GetState(fd)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprint(w, prompt)
+		type result struct {
+			pw  []byte
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			pw, err := term.ReadPassword(fd)
+			done <- result{pw, err}
+		}()
+		select {
+		case r := <-done:
+			fmt.Fprintln(w)
+			return string(r.pw), r.err
+		case <-stop:
+			_ = term.Restore(fd, state)
+			fmt.Fprintln(w)
+			return "", errors.New("interrupted")
+		}
+	}
 }
 
 func contextAddRun(f *Factory, opts *contextAddOptions) error {

@@ -15,19 +15,26 @@ import (
 )
 
 // describeErr is err's text with the method and URL of a transport error left out:
-// "produce: dial tcp 127.0.0.1:1: connect: connection refused".
+// "produce: dial tcp 127.0.0.1:1: connect: connection refused". The command's own
+// deadline (--timeout) is said as such, not as Go's "context deadline exceeded".
 func describeErr(err error) string {
 	s := err.Error()
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		s = strings.Replace(s, ue.Error(), ue.Err.Error(), 1)
 	}
+	var te *client.TimeoutError
+	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &te) {
+		s = strings.Replace(s, context.DeadlineExceeded.Error(), "no answer before --timeout ran out", 1)
+	}
 	return s
 }
 
 // apiFatal is the one line for an error that stops a command (exit 1; 2 for a 400),
-// with a hint on what to do about it. op names what was being done, topic is "" when none.
-func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
+// with a hint on what to do about it. topic is "" when the command has none. What
+// was being done comes with err: a *client.Error names its client.Op, whose grant
+// a 403 hint names, and every other error starts with it.
+func apiFatal(f *Factory, c *client.Client, err error, topic string) error {
 	var hint string
 	code := ExitFailed
 	switch client.StatusOf(err) {
@@ -42,27 +49,16 @@ func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 		if errors.Is(err, context.Canceled) {
 			return exitWith(ExitFailed, nil) // a signal: the exit code says it
 		}
-		// Not every error without a status is the network's: a --template that fails
-		// on one message ends the run too, and must not send the user to --server.
-		var execErr template.ExecError
-		var urlErr *url.Error
-		var netErr net.Error
-		switch {
-		case errors.As(err, &execErr):
-			hint = "fix --template"
-		case errors.As(err, &urlErr), errors.As(err, &netErr):
-			hint = fmt.Sprintf("cannot reach %s; check --server or the context", c.BaseURL())
-		}
+		hint = transportHint(c.BaseURL(), err)
 	case http.StatusUnauthorized:
 		hint = "check --user and --password, or the context's"
 		if conn, cerr := f.Connection(); cerr == nil && conn.DroppedCredentials {
 			hint = fmt.Sprintf("the current context's credentials are not sent to %s, which is not its server; pass --user and --password", c.BaseURL())
 		}
 	case http.StatusForbidden:
-		if topic != "" {
-			hint = fmt.Sprintf("the user has no %s grant for topic %s", grantFor(op), render.Escape(topic))
-		} else {
-			hint = fmt.Sprintf("the user has no %s grant", grantFor(op))
+		var e *client.Error
+		if errors.As(err, &e) {
+			hint = missingGrant(e.Op.Grant(), topic)
 		}
 	case http.StatusNotFound:
 		if topic != "" {
@@ -80,6 +76,61 @@ func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 	return exitWith(code, errors.New(msg))
 }
 
+// transportHint says what happened to a request that got no answer: the node took it
+// and said nothing, it never connected, or the error is not the network's at all.
+func transportHint(base string, err error) string {
+	// Not every error without a status is the network's: a --template that fails on
+	// one message ends the run too, and must not send the user to --server.
+	var (
+		execErr  template.ExecError
+		timeout  *client.TimeoutError
+		noAnswer *client.NoAnswerError
+		urlErr   *url.Error
+		netErr   net.Error
+	)
+	switch {
+	case errors.As(err, &execErr):
+		return "fix --template"
+	case errors.As(err, &timeout) && timeout.Sent:
+		return fmt.Sprintf("the node at %s accepted the connection but sent no answer within %s", base, timeout.After)
+	case timeout != nil:
+		return fmt.Sprintf("cannot reach %s within %s; check --server or the context", base, timeout.After)
+	case errors.As(err, &noAnswer):
+		return fmt.Sprintf("the node at %s accepted the connection but closed it without an answer", base)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "waiting for " + base
+	case errors.As(err, &urlErr), errors.As(err, &netErr):
+		return fmt.Sprintf("cannot reach %s; check --server or the context", base)
+	}
+	return ""
+}
+
+// missingGrant is the hint for a 403: what the user lacks for an operation.
+func missingGrant(g client.Grant, topic string) string {
+	on := ""
+	if topic != "" {
+		on = " for topic " + render.Escape(topic)
+	}
+	switch g {
+	case client.GrantConsume, client.GrantProduce, client.GrantCreate:
+		return fmt.Sprintf("the user has no %s grant%s", g, on)
+	case client.GrantAnyOnTopic:
+		if topic != "" {
+			return "the user has no grant on topic " + render.Escape(topic)
+		}
+		return "the user has no grant on that topic"
+	case client.GrantOwner:
+		if topic != "" {
+			return fmt.Sprintf("the user neither owns topic %s nor has the admin grant", render.Escape(topic))
+		}
+		return "the user neither owns the topic nor has the admin grant"
+	case client.GrantAdmin:
+		return "the user has no admin grant"
+	}
+	// GrantLogin and GrantNone: a 403 there is the node's own policy, not a grant to ask for.
+	return "the node refused this user"
+}
+
 // unknownCommandLine turns cobra's `unknown command "sbu" for "narad"` and the
 // suggestions it puts on the lines below into one line with a hint; other messages
 // are returned as they are.
@@ -93,17 +144,4 @@ func unknownCommandLine(msg string) string {
 		hint = "did you mean " + strings.Join(strings.Fields(names), " or ") + "? " + hint
 	}
 	return first + " (" + hint + ")"
-}
-
-// grantFor is the grant an operation needs (API.md, "Grants").
-func grantFor(op string) string {
-	switch op {
-	case "produce":
-		return "produce"
-	case "ack", "extend", "nack", "topic info", "consume", "replay":
-		return "consume"
-	case "create topic":
-		return "create"
-	}
-	return "admin"
 }

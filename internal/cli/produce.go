@@ -241,6 +241,9 @@ func produceInput(f *Factory, opts *produceOptions) (in io.Reader, where string,
 	case len(opts.Messages) > 0:
 		return nil, "arguments", closeIn, nil
 	case opts.File == "" || opts.File == "-":
+		if err := f.claimStdin("messages", "give them as arguments or with --file FILE"); err != nil {
+			return nil, "", closeIn, err
+		}
 		return f.IO.In, "stdin", closeIn, nil
 	}
 	file, err := os.Open(opts.File)
@@ -437,7 +440,7 @@ func (st *produceState) send(ctx context.Context, rec *produceRecord) {
 	default:
 		st.mu.Lock()
 		if st.fatal == nil {
-			st.fatal = apiFatal(st.f, st.c, err, "produce", st.opts.Topic)
+			st.fatal = apiFatal(st.f, st.c, err, st.opts.Topic)
 		}
 		st.mu.Unlock()
 		st.cancel()
@@ -528,7 +531,7 @@ func formatBytes(n int64) string {
 func statusText(err error) string {
 	var e *client.Error
 	if errors.As(err, &e) {
-		return strings.TrimPrefix(e.Error(), e.Op+": ")
+		return strings.TrimPrefix(e.Error(), e.Op.String()+": ")
 	}
 	return describeErr(err)
 }

@@ -120,7 +120,7 @@ func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Opt
 		if errors.Is(err, replay.ErrNoSuchPartition) {
 			return usageErrorf("%v", err)
 		}
-		return apiFatal(f, c, err, "replay", ro.Topic)
+		return apiFatal(f, c, err, ro.Topic)
 	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
 	}

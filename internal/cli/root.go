@@ -26,17 +26,24 @@ type Factory struct {
 	Getenv  func(string) string
 	Now     func() time.Time
 	Signals *Signals
+	// ReadSecret asks for a password on the terminal without echo (nil: cannot ask).
+	ReadSecret func(prompt string) (string, error)
 
 	global globalFlags
 	// conn is the connection once resolved: the config file is read, and any
 	// --insecure warning printed, once per invocation.
 	conn *config.Connection
 	root *cobra.Command
+	// stdinPassword is what --password-stdin read, once.
+	stdinPassword *string
+	// tuneClient adjusts every client's config before it is built (tests: instant
+	// backoff, short timeouts).
+	tuneClient func(*client.Config)
 }
 
 type globalFlags struct {
 	server, user, password, context, configPath, caCert, color string
-	insecure, verbose                                          bool
+	insecure, verbose, curl, passwordStdin                     bool
 }
 
 // Main runs narad with args and returns the process exit code.
@@ -45,7 +52,7 @@ func Main(args []string) int {
 	sigs := NewSignals()
 	stop := sigs.Notify()
 	defer stop()
-	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs}
+	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs, ReadSecret: terminalSecret(ios.ErrOut, sigs.Soft)}
 	return Run(f, args)
 }
 
@@ -101,11 +108,15 @@ func NewRootCmd(f *Factory) *cobra.Command {
 				return usageErrorf("invalid --color %q (auto, always or never)", f.global.color)
 			}
 			f.IO.SetColorMode(f.global.color)
+			if f.global.passwordStdin && cmd.Flags().Changed("password") {
+				return usageErrorf("--password and --password-stdin cannot be used together")
+			}
 			return nil
 		},
 	}
 	f.root = root
 	f.conn = nil
+	f.stdinPassword = nil
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)
@@ -116,13 +127,15 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.global.server, "server", "s", "", "node to talk to (env NARAD_ADDR; default from the context, else "+config.DefaultServer+")")
 	pf.StringVarP(&f.global.user, "user", "u", "", "Basic auth user (env NARAD_USER)")
-	pf.StringVarP(&f.global.password, "password", "p", "", "Basic auth password (env NARAD_PASS)")
+	pf.StringVarP(&f.global.password, "password", "p", "", "Basic auth password (env NARAD_PASS; better --password-stdin)")
+	pf.BoolVar(&f.global.passwordStdin, "password-stdin", false, "read the password from the first line of stdin")
 	pf.StringVar(&f.global.context, "context", "", "use this saved context instead of the current one (env NARAD_CONTEXT)")
 	pf.StringVar(&f.global.configPath, "config", "", "config file (env NARAD_CONFIG; default $XDG_CONFIG_HOME/narad/config.yaml)")
 	pf.StringVar(&f.global.caCert, "ca-cert", "", "extra CA certificate (PEM) for https servers")
 	pf.BoolVar(&f.global.insecure, "insecure", false, "do not verify the server's TLS certificate")
 	pf.StringVar(&f.global.color, "color", "auto", "colour: auto, always or never (NO_COLOR turns it off)")
 	pf.BoolVarP(&f.global.verbose, "verbose", "v", false, "log each HTTP request, status and latency on stderr")
+	pf.BoolVar(&f.global.curl, "curl", false, "before each request, print the curl command that makes it on stderr (credentials as $NARAD_USER:$NARAD_PASS)")
 
 	root.AddCommand(
 		newSubCmd(f),
@@ -194,6 +207,16 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
 	}
+	if f.global.passwordStdin {
+		pw, err := f.passwordFromStdin()
+		if err != nil {
+			return config.Connection{}, err
+		}
+		// As if typed as --password: the same precedence, without being in argv.
+		if err := f.root.PersistentFlags().Set("password", pw); err != nil {
+			return config.Connection{}, err
+		}
+	}
 	conn, err := config.ResolveEnv(f.root.PersistentFlags(), cfg, f.Getenv)
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
@@ -205,29 +228,89 @@ func (f *Factory) Connection() (config.Connection, error) {
 	return conn, nil
 }
 
-// Client builds an API client for the resolved connection.
+// Client builds an API client for the resolved connection, with the hooks that
+// show its work: the retry notice always, -v and --curl when asked for.
 func (f *Factory) Client() (*client.Client, error) {
 	conn, err := f.Connection()
 	if err != nil {
 		return nil, err
 	}
-	var verbose io.Writer
+	out := &stderrLines{w: f.IO.ErrOut}
+	notice := &retryNotice{out: out, after: retryNoticeAfter}
+	hooks := []client.Hook{notice}
 	if f.global.verbose {
-		verbose = f.IO.ErrOut
+		hooks = append(hooks, verboseLog{out})
 	}
-	c, err := client.New(client.Config{
+	if f.global.curl {
+		hooks = append(hooks, curlPrinter{out})
+	}
+	name := "narad/" + versionString()
+	cfg := client.Config{
 		BaseURL:    conn.Server,
 		User:       conn.User,
 		Password:   conn.Password,
 		CACertFile: conn.CACert,
 		Insecure:   conn.Insecure,
-		Verbose:    verbose,
-		UserAgent:  "narad/" + versionString(),
-	})
+		UserAgent:  name,
+		ClientName: name,
+		Hooks:      hooks,
+	}
+	if f.tuneClient != nil {
+		f.tuneClient(&cfg)
+	}
+	c, err := client.New(cfg)
 	if err != nil {
 		return nil, exitWith(ExitUsage, err)
 	}
+	notice.base = c.BaseURL()
 	return c, nil
+}
+
+// maxPasswordLine bounds what --password-stdin reads (Narad takes up to 72 bytes).
+const maxPasswordLine = 4096
+
+// passwordFromStdin is the first line of stdin, for --password-stdin: read once, a
+// byte at a time so nothing after the line is consumed, without its line ending.
+func (f *Factory) passwordFromStdin() (string, error) {
+	if f.stdinPassword != nil {
+		return *f.stdinPassword, nil
+	}
+	var line []byte
+	buf := make([]byte, 1)
+	for len(line) <= maxPasswordLine {
+		n, err := f.IO.In.Read(buf)
+		if n == 1 {
+			if buf[0] == '\n' {
+				break
+			}
+			line = append(line, buf[0])
+			continue
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", exitWith(ExitUsage, fmt.Errorf("--password-stdin: cannot read stdin: %v", err))
+		}
+	}
+	pw := strings.TrimSuffix(string(line), "\r")
+	switch {
+	case len(line) > maxPasswordLine:
+		return "", usageErrorf("--password-stdin: the first line of stdin is longer than a password can be")
+	case pw == "":
+		return "", usageErrorf("--password-stdin: no password on the first line of stdin")
+	}
+	f.stdinPassword = &pw
+	return pw, nil
+}
+
+// claimStdin is for a command about to read its input (what) from stdin: refused
+// when --password-stdin has it, since one stream cannot be both.
+func (f *Factory) claimStdin(what, instead string) error {
+	if f.global.passwordStdin {
+		return usageErrorf("--password-stdin takes stdin, so %s cannot come from it too (%s)", what, instead)
+	}
+	return nil
 }
 
 // exactArgs is cobra.ExactArgs with the usage exit code and a hint.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,11 @@ Exit 0 when all were settled, 4 when some leases were gone (and nothing else fai
 			}
 			if err := opts.validate(); err != nil {
 				return err
+			}
+			if slices.Contains(opts.Handles, "-") {
+				if err := f.claimStdin("handles", "give them as arguments"); err != nil {
+					return err
+				}
 			}
 			return run(f, opts)
 		},
@@ -262,7 +268,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 			return exitWith(ExitFailed, nil) // a signal: the exit code says it
 		}
 		if err != nil {
-			return apiFatal(f, c, err, opts.Name, opts.Topic)
+			return apiFatal(f, c, err, opts.Topic)
 		}
 		for _, r := range results {
 			switch r.Status {

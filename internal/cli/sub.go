@@ -204,6 +204,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	if opts.peek {
 		return peekRun(f, cmd, opts)
 	}
+	start := time.Now()
 	var r *render.Renderer
 	if opts.command == nil {
 		var err error
@@ -236,11 +237,15 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 		if h, err = newSupervisor(f, c, opts); err != nil {
 			return err
 		}
+		if opts.timeout > 0 {
+			// --timeout counts from the start: the topic info above is part of the run.
+			co.Timeout = max(opts.timeout-time.Since(start), time.Nanosecond)
+		}
 	}
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
 	printStats(f, opts.stats, res.Stats)
 	if err != nil && res.Reason == consumer.StopFailed {
-		return apiFatal(f, c, err, "consume", opts.topic)
+		return apiFatal(f, c, err, opts.topic)
 	}
 	switch res.Outcome() {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
@@ -284,11 +289,15 @@ func failureSummary(res consumer.Result) string {
 func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.Supervisor, error) {
 	lease := opts.lease
 	if lease == 0 {
-		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+		// The client bounds each attempt; --timeout bounds them all.
+		ctx, cancel := f.Signals.Hard, context.CancelFunc(func() {})
+		if opts.timeout > 0 {
+			ctx, cancel = context.WithTimeout(ctx, opts.timeout)
+		}
 		defer cancel()
 		t, err := c.Topic(ctx, opts.topic)
 		if err != nil {
-			return nil, apiFatal(f, c, err, "topic info", opts.topic)
+			return nil, apiFatal(f, c, err, opts.topic)
 		}
 		lease = time.Duration(t.VisibilityTimeoutMs) * time.Millisecond
 		if lease <= 0 {

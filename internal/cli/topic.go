@@ -94,7 +94,7 @@ func topicLsRun(f *Factory, opts *topicLsOptions) error {
 	defer cancel()
 	topics, err := c.ListTopics(ctx)
 	if err != nil {
-		return apiFatal(f, c, err, "list topics", "")
+		return apiFatal(f, c, err, "")
 	}
 	if opts.Output == "json" {
 		if topics == nil {
@@ -156,7 +156,7 @@ func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
 	defer cancel()
 	t, err := c.Topic(ctx, opts.Topic)
 	if err != nil {
-		return apiFatal(f, c, err, "topic info", opts.Topic)
+		return apiFatal(f, c, err, opts.Topic)
 	}
 	if opts.Output == "json" {
 		return printJSON(f.IO.Out, t)
@@ -265,7 +265,7 @@ func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
 			// The node's own limits (partition range and such): invalid input.
 			return exitWith(ExitUsage, fmt.Errorf("%s (see narad topic create --help)", describeErr(err)))
 		}
-		return apiFatal(f, c, err, "create topic", opts.Spec.Name)
+		return apiFatal(f, c, err, opts.Spec.Name)
 	}
 	if opts.Output == "json" {
 		return printJSON(f.IO.Out, t)
@@ -414,7 +414,7 @@ func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
 	ctx, cancel := f.Context()
 	defer cancel()
 	if err := c.DeleteTopic(ctx, opts.Topic); err != nil {
-		return apiFatal(f, c, err, "delete topic", opts.Topic)
+		return apiFatal(f, c, err, opts.Topic)
 	}
 	if opts.Output == "json" {
 		return printJSON(f.IO.Out, struct {

@@ -10,10 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -27,10 +27,17 @@ type Config struct {
 	User, Password string // Basic auth when User != ""
 	CACertFile     string // PEM file of CAs trusted on top of the system pool
 	Insecure       bool   // skip TLS verification
-	Verbose        io.Writer
 	UserAgent      string // default "narad-cli"
-	ClientName     string // X-Narad-Client value; default "narad-cli"
-	Retry          RetryPolicy
+	// ClientName is the X-Narad-Client header every request carries, "name/version"
+	// (default "narad-cli"): a v3.1 node refuses a batch consume without it, and a
+	// POST with neither it nor a JSON or octet-stream Content-Type.
+	ClientName string
+	// Timeout bounds each request that does not long-poll (default DefaultTimeout);
+	// a consume gets its wait on top of it.
+	Timeout time.Duration
+	Retry   RetryPolicy
+	// Hooks observe every request, answer, retry and fallback (see Hook).
+	Hooks []Hook
 	// HTTPClient replaces the client's own (tests); CACertFile and Insecure are then
 	// the caller's business.
 	HTTPClient *http.Client
@@ -47,10 +54,10 @@ type Client struct {
 	user, pass string
 	hasAuth    bool
 	ua, name   string
+	timeout    time.Duration
 	retry      RetryPolicy
 	http       *http.Client
-	verbose    io.Writer
-	verboseMu  sync.Mutex
+	hooks      hooks
 
 	// What this node turned out not to speak, learned once per Client: an older node
 	// answers a batch ack with 400 "receipt_handle required" and ignores max on consume.
@@ -59,11 +66,10 @@ type Client struct {
 }
 
 const (
-	// DefaultTimeout bounds every request that does not long-poll.
+	// DefaultTimeout bounds every request that does not long-poll; a consume gets its
+	// wait on top of it, since the node answers at the wait (or its cap) and the
+	// request must not time out before the node had its chance to.
 	DefaultTimeout = 30 * time.Second
-	// consumeSlack is added to a consume's wait: the node answers at the wait (or its
-	// cap), and the request must not time out before the node had its chance to.
-	consumeSlack = 30 * time.Second
 	// maxConns sizes the idle pool for about this many requests in flight (-j, produce
 	// concurrency) so that connections are reused instead of re-dialled.
 	maxConns = 64
@@ -108,8 +114,14 @@ func New(cfg Config) (*Client, error) {
 		hasAuth: cfg.User != "",
 		ua:      orDefault(cfg.UserAgent, "narad-cli"),
 		name:    orDefault(cfg.ClientName, "narad-cli"),
+		timeout: cfg.Timeout,
 		retry:   cfg.Retry.withDefaults(),
-		verbose: cfg.Verbose,
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.hooks, err = newHooks(cfg.Hooks); err != nil {
+		return nil, err
 	}
 	if u.User != nil && !c.hasAuth {
 		c.user = u.User.Username()
@@ -191,14 +203,15 @@ func redactURL(s string) string {
 
 // request is one HTTP exchange to make.
 type request struct {
-	op      string
+	op      Op
 	method  string
 	path    string // below the base URL, starting with "/"
 	query   url.Values
 	header  http.Header
 	body    []byte
 	ctype   string
-	timeout time.Duration // 0 means DefaultTimeout
+	wait    time.Duration // a long poll's wait, added to the client's timeout
+	attempt int           // 1 for the first attempt of a call; the retry loops count
 }
 
 // response is an answer read in full, so the connection goes back to the pool.
@@ -208,7 +221,7 @@ type response struct {
 	body   []byte
 }
 
-func (r *response) err(op string) *Error {
+func (r *response) err(op Op) *Error {
 	return &Error{Op: op, Status: r.status, Message: errorText(r.body)}
 }
 
@@ -219,12 +232,15 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	if len(r.query) > 0 {
 		u += "?" + r.query.Encode()
 	}
-	timeout := r.timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := c.timeout + r.wait
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Whether the request went out tells "the node never answered" from "the node
+	// could not be reached", which call for different remedies.
+	var sent atomic.Bool
+	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { sent.Store(i.Err == nil) },
+	})
 
 	var body io.Reader
 	if r.body != nil {
@@ -240,7 +256,16 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	if r.ctype != "" {
 		req.Header.Set("Content-Type", r.ctype)
 	}
+	req.Header.Set("X-Narad-Client", c.name)
 	req.Header.Set("User-Agent", c.ua)
+	x := Exchange{Op: r.op, Method: r.method, URL: u, Attempt: max(r.attempt, 1)}
+	if len(c.hooks.request) > 0 {
+		// Cloned before the credentials go in: no hook ever sees them.
+		ev := RequestEvent{Exchange: x, Header: req.Header.Clone(), Auth: c.hasAuth, Body: r.body}
+		for _, h := range c.hooks.request {
+			h.OnRequest(ev)
+		}
+	}
 	if c.hasAuth {
 		req.SetBasicAuth(c.user, c.pass)
 	}
@@ -258,67 +283,56 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 		out = &response{status: resp.StatusCode, header: resp.Header, body: b}
 		c.reached.Store(true)
 	}
-	c.logRequest(r.method, u, out, err, time.Since(start))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", r.op, ctx.Err())
+	took := time.Since(start)
+	if err == nil {
+		for _, h := range c.hooks.answer {
+			h.OnAnswer(AnswerEvent{Exchange: x, Status: out.status, Latency: took, BodySize: len(out.body)})
 		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			// Say which deadline ran out: the bare "context deadline exceeded" reads
-			// as if the caller's own deadline had passed.
-			err = &timeoutError{after: timeout, err: err}
-		}
-		return nil, fmt.Errorf("%s: %w", r.op, err)
+		return out, nil
 	}
-	return out, nil
+	switch {
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		// Say which deadline ran out: the bare "context deadline exceeded" reads as if
+		// the caller's own deadline had passed.
+		err = &TimeoutError{After: timeout, Sent: sent.Load(), err: err}
+	case sent.Load() && !errors.Is(err, errBodyTooLarge):
+		err = &NoAnswerError{Err: err}
+	}
+	for _, h := range c.hooks.transport {
+		h.OnTransportError(TransportErrorEvent{Exchange: x, Err: err, Latency: took, Sent: sent.Load()})
+	}
+	return nil, fmt.Errorf("%s: %w", r.op, err)
 }
 
-type timeoutError struct {
-	after time.Duration
+// TimeoutError is a request that got no answer within the client's own timeout
+// for it. Sent tells whether the request went out: then the node accepted the
+// connection and may have carried the request out, but did not answer in time.
+type TimeoutError struct {
+	After time.Duration
+	Sent  bool
 	err   error
 }
 
-func (e *timeoutError) Error() string   { return fmt.Sprintf("no answer within %s", e.after) }
-func (e *timeoutError) Unwrap() error   { return e.err }
-func (e *timeoutError) Timeout() bool   { return true }
-func (e *timeoutError) Temporary() bool { return true }
-
-var _ net.Error = (*timeoutError)(nil)
-
-// logRequest writes the verbose line. The URL never holds credentials (New strips
-// them) and headers are never printed, so the Authorization header cannot leak.
-func (c *Client) logRequest(method, u string, r *response, err error, d time.Duration) {
-	if c.verbose == nil {
-		return
+func (e *TimeoutError) Error() string {
+	if e.Sent {
+		return fmt.Sprintf("no answer within %s", e.After)
 	}
-	if d >= time.Millisecond {
-		d = d.Round(100 * time.Microsecond)
-	} else {
-		d = d.Round(time.Microsecond)
-	}
-	var line string
-	if err != nil {
-		// The *url.Error around it repeats the method and URL already on the line.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		line = fmt.Sprintf("%s %s error: %v (%s)\n", method, u, err, d)
-	} else {
-		line = fmt.Sprintf("%s %s %d %s (%s)\n", method, u, r.status, http.StatusText(r.status), d)
-	}
-	c.note(line)
+	return fmt.Sprintf("no connection within %s", e.After)
 }
+func (e *TimeoutError) Unwrap() error   { return e.err }
+func (e *TimeoutError) Timeout() bool   { return true }
+func (e *TimeoutError) Temporary() bool { return true }
 
-// note writes one whole line to Verbose; the lock keeps concurrent lines apart.
-func (c *Client) note(line string) {
-	if c.verbose == nil {
-		return
-	}
-	c.verboseMu.Lock()
-	defer c.verboseMu.Unlock()
-	io.WriteString(c.verbose, line)
-}
+var _ net.Error = (*TimeoutError)(nil)
+
+// NoAnswerError is a request that went out on a working connection which then
+// closed (or broke) before an answer came: the node may have carried it out.
+type NoAnswerError struct{ Err error }
+
+func (e *NoAnswerError) Error() string { return "connection lost before an answer: " + e.Err.Error() }
+func (e *NoAnswerError) Unwrap() error { return e.Err }
 
 func topicPath(topic string, rest string) string {
 	return "/v1/topics/" + url.PathEscape(topic) + rest

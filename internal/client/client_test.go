@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
@@ -83,11 +82,11 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestErrorFormatAndHelpers(t *testing.T) {
-	e := &Error{Op: "ack", Status: 410, Message: "receipt handle no longer matches an active reservation"}
+	e := &Error{Op: OpAck, Status: 410, Message: "receipt handle no longer matches an active reservation"}
 	if got, want := e.Error(), "ack: 410 receipt handle no longer matches an active reservation"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
-	if got, want := (&Error{Op: "consume", Status: 503}).Error(), "consume: 503 service unavailable"; got != want {
+	if got, want := (&Error{Op: OpConsume, Status: 503}).Error(), "consume: 503 service unavailable"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 	wrapped := fmt.Errorf("settling: %w", e)
@@ -130,25 +129,9 @@ func TestErrorBodiesJSONAndText(t *testing.T) {
 	}
 }
 
-// syncBuffer is a Verbose writer that the race detector is happy with.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func TestVerboseNeverShowsCredentials(t *testing.T) {
+// Hooks see every request and answer, and never the credentials: no Authorization
+// header, no password in a URL, whether the credentials came as fields or in the URL.
+func TestHooksNeverSeeCredentials(t *testing.T) {
 	const user, pass = "app", "s3cret-Pa55"
 	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
 		u, p, ok := r.BasicAuth()
@@ -170,8 +153,9 @@ func TestVerboseNeverShowsCredentials(t *testing.T) {
 		"fields": {BaseURL: n.URL, User: user, Password: pass},
 		"in URL": {BaseURL: strings.Replace(n.URL, "http://", "http://"+user+":"+pass+"@", 1)},
 	} {
-		var out syncBuffer
-		cfg.Verbose = &out
+		var log EventLog
+		cfg.Hooks = []Hook{&log}
+		cfg.ClientName = "narad/v9.9.9"
 		cfg.Retry.Sleep = (&sleeper{}).Sleep
 		c, err := New(cfg)
 		if err != nil {
@@ -187,43 +171,136 @@ func TestVerboseNeverShowsCredentials(t *testing.T) {
 		if err := c.Produce(ctx, "orders", []byte("x"), ProduceOptions{}); err != nil {
 			t.Errorf("%s: produce: %v", name, err)
 		}
-		got := out.String()
-		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
-		if len(lines) != 3 {
-			t.Errorf("%s: %d verbose lines, want 3:\n%s", name, len(lines), got)
+		got := log.Snapshot()
+		want := []Exchange{
+			{OpConsume, "GET", n.URL + "/v1/topics/orders/consume?max=10&wait=10s", 1},
+			{OpAck, "POST", n.URL + "/v1/topics/orders/ack?receipt_handle=4%3A0%3A1", 1},
+			{OpProduce, "POST", n.URL + "/v1/topics/orders/produce", 1},
 		}
-		for _, want := range []string{
-			"GET " + n.URL + "/v1/topics/orders/consume?max=10&wait=10s 204 No Content (",
-			"POST " + n.URL + "/v1/topics/orders/ack?receipt_handle=4%3A0%3A1 410 Gone (",
-			"POST " + n.URL + "/v1/topics/orders/produce 202 Accepted (",
-		} {
-			if !strings.Contains(got, want) {
-				t.Errorf("%s: verbose output lacks %q:\n%s", name, want, got)
+		if len(got.Requests) != 3 || len(got.Answers) != 3 || len(got.Errors) != 0 || len(got.Retries) != 0 {
+			t.Fatalf("%s: events:\n%s", name, log.String())
+		}
+		for i, w := range want {
+			rq, an := got.Requests[i], got.Answers[i]
+			if rq.Exchange != w || an.Exchange != w || !rq.Auth {
+				t.Errorf("%s: request %+v, answer %+v; want %+v with auth", name, rq, an, w)
+			}
+			if rq.Header.Get("X-Narad-Client") != "narad/v9.9.9" {
+				t.Errorf("%s: %s without X-Narad-Client: %v", name, w.Op, rq.Header)
 			}
 		}
+		if got.Answers[0].Status != 204 || got.Answers[1].Status != 410 || got.Answers[2].Status != 202 {
+			t.Errorf("%s: answers %+v", name, got.Answers)
+		}
+		if string(got.Requests[2].Body) != "x" || got.Requests[2].Header.Get("Content-Type") != "application/octet-stream" {
+			t.Errorf("%s: produce request %+v", name, got.Requests[2])
+		}
+		text := log.String()
 		for _, secret := range []string{pass, auth, "Authorization", "Basic "} {
-			if strings.Contains(got, secret) {
-				t.Errorf("%s: verbose output shows %q:\n%s", name, secret, got)
+			if strings.Contains(text, secret) {
+				t.Errorf("%s: an event shows %q:\n%s", name, secret, text)
 			}
 		}
 	}
 }
 
-func TestVerboseConnectionError(t *testing.T) {
+// Every request carries X-Narad-Client: a v3.1 node refuses a batch consume without it
+// and a POST with neither it nor a JSON or octet-stream Content-Type (415).
+func TestEveryRequestNamesTheClient(t *testing.T) {
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		switch {
+		case r.Method == "GET" && r.URL.Path == "/v1/topics":
+			writeJSON(w, 200, `{"topics":[]}`)
+		case r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/consume"):
+			w.WriteHeader(204)
+		case r.Method == "DELETE":
+			w.WriteHeader(204)
+		case r.URL.Path == "/readyz":
+			writeJSON(w, 200, `{"status":"ready"}`)
+		default:
+			writeJSON(w, 201, `{}`)
+		}
+	})
+	c, _ := newClient(t, n.URL, func(c *Config) { c.ClientName = "narad/v1.2.3" })
+	ctx := ctxT(t)
+	c.Consume(ctx, "orders", ConsumeOptions{})
+	c.Replay(ctx, "orders", 0, 0)
+	c.Produce(ctx, "orders", []byte("x"), ProduceOptions{})
+	c.Ack(ctx, "orders", "h")
+	c.ListTopics(ctx)
+	c.CreateTopic(ctx, TopicSpec{Name: "t"})
+	c.DeleteTopic(ctx, "t")
+	c.Ready(ctx)
+	reqs := n.requests()
+	if len(reqs) != 8 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for _, r := range reqs {
+		if got := r.Header.Get("X-Narad-Client"); got != "narad/v1.2.3" {
+			t.Errorf("%s %s: X-Narad-Client %q", r.Method, r.Path, got)
+		}
+	}
+}
+
+// A refused connection: every attempt is a transport error event without Sent, the
+// retries are announced with their attempt numbers, and no event shows the password.
+func TestHooksConnectionError(t *testing.T) {
 	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {})
 	u := n.URL
 	n.Close()
-	var out syncBuffer
-	c, _ := newClient(t, strings.Replace(u, "http://", "http://app:hunter22@", 1), func(c *Config) { c.Verbose = &out })
+	var log EventLog
+	c, _ := newClient(t, strings.Replace(u, "http://", "http://app:hunter22@", 1), func(c *Config) { c.Hooks = []Hook{&log} })
 	err := c.Produce(ctxT(t), "orders", []byte("x"), ProduceOptions{})
 	if err == nil {
 		t.Fatal("produce to a closed port succeeded")
 	}
-	if strings.Contains(err.Error(), "hunter22") || strings.Contains(out.String(), "hunter22") {
-		t.Errorf("password shown: err %q, verbose %q", err, out.String())
+	if strings.Contains(err.Error(), "hunter22") || strings.Contains(log.String(), "hunter22") {
+		t.Errorf("password shown: err %q, events:\n%s", err, log.String())
 	}
-	if got := strings.Count(out.String(), "error: "); got != DefaultProduceAttempts {
-		t.Errorf("%d error lines, want %d:\n%s", got, DefaultProduceAttempts, out.String())
+	got := log.Snapshot()
+	if len(got.Errors) != DefaultProduceAttempts || len(got.Retries) != DefaultProduceAttempts-1 || len(got.Answers) != 0 {
+		t.Fatalf("events:\n%s", log.String())
+	}
+	for i, e := range got.Errors {
+		if e.Attempt != i+1 || e.Sent || e.Op != OpProduce {
+			t.Errorf("transport error %d: %+v", i, e)
+		}
+	}
+	var elapsed time.Duration
+	for i, e := range got.Retries {
+		if e.Attempt != i+2 || e.MaxAttempts != DefaultProduceAttempts || e.Budget != 0 || e.Status != 0 || e.Err == nil ||
+			e.Elapsed <= elapsed {
+			t.Errorf("retry %d: %+v", i, e)
+		}
+		elapsed = e.Elapsed
+	}
+}
+
+// A hook that observes nothing is a mistake, said at once.
+func TestHookThatObservesNothing(t *testing.T) {
+	if _, err := New(Config{BaseURL: "http://127.0.0.1:1", Hooks: []Hook{struct{}{}}}); err == nil {
+		t.Error("New took a hook that implements no Hook interface")
+	}
+}
+
+func TestEveryOpHasANameAndAGrant(t *testing.T) {
+	names := map[string]Op{}
+	for o := opNone + 1; o < opCount; o++ {
+		if ops[o].name == "" || o.Grant() == grantUnset || strings.HasPrefix(o.Grant().String(), "Grant(") {
+			t.Errorf("Op %d (after %v) has name %q and grant %v", o, o-1, ops[o].name, o.Grant())
+		}
+		if prev, dup := names[ops[o].name]; dup && !(prev == OpProduce && o == OpProduceBatch) {
+			t.Errorf("%v and %d share the name %q", prev, o, ops[o].name)
+		}
+		names[ops[o].name] = o
+	}
+	if opNone.Grant() != grantUnset || opCount.Grant() != grantUnset {
+		t.Error("an Op that is none has a grant")
+	}
+	for _, a := range []Action{Ack, Extend, Nack} {
+		if a.Op().String() != a.String() {
+			t.Errorf("action %v has op %v", a, a.Op())
+		}
 	}
 }
 
@@ -235,13 +312,13 @@ func TestTLS(t *testing.T) {
 	ctx := ctxT(t)
 
 	// Unknown CA: refused, and not retried (it would fail the same way every time).
-	var out syncBuffer
-	c, _ := newClient(t, srv.URL, func(c *Config) { c.Verbose = &out })
+	var log EventLog
+	c, _ := newClient(t, srv.URL, func(c *Config) { c.Hooks = []Hook{&log} })
 	if err := c.Ready(ctx); err == nil {
 		t.Error("an untrusted certificate was accepted")
 	}
-	if _, err := c.Topic(ctx, "orders"); err == nil || strings.Count(out.String(), "\n") != 2 {
-		t.Errorf("certificate failure: err %v, requests:\n%s", err, out.String())
+	if _, err := c.Topic(ctx, "orders"); err == nil || len(log.Snapshot().Errors) != 2 {
+		t.Errorf("certificate failure: err %v, events:\n%s", err, log.String())
 	}
 
 	c, _ = newClient(t, srv.URL, func(c *Config) { c.Insecure = true })

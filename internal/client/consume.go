@@ -19,7 +19,7 @@ import (
 // retried a few times; anything else comes back as *Error.
 //
 // A node older than v3.1 ignores max and answers the single-message shape; that
-// answer is taken as a batch of one, and the Client notes it once in Verbose.
+// answer is taken as a batch of one, and the hooks are told once (FallbackConsumeSingle).
 func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*ConsumeResult, error) {
 	q := url.Values{}
 	if o.Wait > 0 {
@@ -28,15 +28,12 @@ func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*
 	if o.Partition != nil {
 		q.Set("partition", strconv.Itoa(*o.Partition))
 	}
-	r := &request{op: "consume", method: http.MethodGet, path: topicPath(topic, "/consume"), query: q,
-		timeout: o.Wait + consumeSlack}
+	r := &request{op: OpConsume, method: http.MethodGet, path: topicPath(topic, "/consume"), query: q,
+		wait: o.Wait}
 	if o.Max > 0 {
 		// Fewer than max is a normal answer, so asking for more than the API's 100 is
 		// asking for 100, not a 400.
 		q.Set("max", strconv.Itoa(min(o.Max, maxBatchHandles)))
-		// Without it a batch is a 400: the header forces a CORS preflight, so a web
-		// page cannot reserve messages with an operator's cached credentials.
-		r.header = http.Header{"X-Narad-Client": {c.name}}
 	}
 	resp, err := c.consumeRetrying(ctx, r)
 	if err != nil {
@@ -51,7 +48,7 @@ func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*
 		return nil, fmt.Errorf("consume: %w", err)
 	}
 	if o.Max > 0 && !batch && !c.legacyConsume.Swap(true) {
-		c.note("note: the node ignored max and answered one message (a node older than v3.1); batches will hold one message\n")
+		c.learned(OpConsume, FallbackConsumeSingle)
 	}
 	res.Messages = msgs
 	return res, nil
@@ -64,7 +61,7 @@ func (c *Client) Replay(ctx context.Context, topic string, partition int, offset
 	q := url.Values{}
 	q.Set("partition", strconv.Itoa(partition))
 	q.Set("offset", strconv.FormatInt(offset, 10))
-	r := &request{op: "replay", method: http.MethodGet, path: topicPath(topic, "/consume"), query: q}
+	r := &request{op: OpReplay, method: http.MethodGet, path: topicPath(topic, "/consume"), query: q}
 	resp, err := c.consumeRetrying(ctx, r)
 	if err != nil {
 		return nil, err
@@ -92,17 +89,18 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request) (*response, er
 	// for, as for settlements.
 	var spent time.Duration
 	for {
+		r.attempt++
 		start := time.Now()
 		resp, err := c.send(ctx, r)
 		spent += time.Since(start)
-		var n int
+		var n, maxAttempts int
 		switch {
 		case err != nil:
 			if ctx.Err() != nil || !retryableTransport(err) || down+1 >= c.retry.ProduceAttempts {
 				return nil, err
 			}
 			down++
-			n = down - 1
+			n, maxAttempts = down-1, r.attempt-down+c.retry.ProduceAttempts
 		case resp.status == http.StatusOK || resp.status == http.StatusNoContent:
 			return resp, nil
 		case retryableConsumeStatus(resp.status):
@@ -117,6 +115,7 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request) (*response, er
 		}
 		d := c.retry.backoff(n)
 		spent += d
+		c.onRetry(retryEvent(r, resp, err), d, spent, maxAttempts)
 		if err := c.retry.Sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.op, err)
 		}

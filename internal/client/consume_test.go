@@ -54,9 +54,6 @@ func TestConsumeSingle(t *testing.T) {
 	if q := r.Query; q.Get("wait") != "500ms" || q.Get("partition") != "4" || q.Has("max") {
 		t.Errorf("query %v", q)
 	}
-	if r.Header.Get("X-Narad-Client") != "" {
-		t.Errorf("a single consume sent X-Narad-Client")
-	}
 }
 
 func TestConsumeBatch(t *testing.T) {
@@ -115,8 +112,8 @@ func TestConsumeSingleShapeAnswerToBatch(t *testing.T) {
 	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
 		writeJSON(w, 200, fmt.Sprintf(`{"topic":"orders","partition":1,"offset":%d,"key":"key-%d","payload":"x","timestamp":1,"receipt_handle":"1:%d:9"}`, i, i, i))
 	})
-	var out syncBuffer
-	c, _ := newClient(t, n.URL, func(c *Config) { c.Verbose = &out })
+	var log EventLog
+	c, _ := newClient(t, n.URL, func(c *Config) { c.Hooks = []Hook{&log} })
 	for i := 0; i < 3; i++ {
 		res, err := c.Consume(ctxT(t), "orders", ConsumeOptions{Max: 50})
 		if err != nil {
@@ -129,8 +126,8 @@ func TestConsumeSingleShapeAnswerToBatch(t *testing.T) {
 	if !c.legacyConsume.Load() {
 		t.Errorf("the single-shape answer was not remembered")
 	}
-	if got := strings.Count(out.String(), "note: "); got != 1 {
-		t.Errorf("%d notes about the older node, want 1:\n%s", got, out.String())
+	if got := log.Snapshot().Fallbacks; len(got) != 1 || got[0] != (FallbackEvent{OpConsume, FallbackConsumeSingle}) {
+		t.Errorf("fallbacks %+v, want one", got)
 	}
 	for _, r := range n.requests() {
 		if r.Query.Get("max") != "50" {

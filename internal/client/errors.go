@@ -14,7 +14,7 @@ import (
 // context) are not *Error; they wrap the underlying error instead, so
 // StatusOf tells "the node said no" apart from "the node could not be reached".
 type Error struct {
-	Op      string // what the client was doing: "consume", "ack", "produce", ...
+	Op      Op     // what the client was doing; its Grant is what a 403 lacks
 	Status  int    // HTTP status code
 	Message string // the server's text, from {"error":"..."} or the plain-text body, trimmed
 }
@@ -24,7 +24,7 @@ func (e *Error) Error() string {
 	if msg == "" {
 		msg = strings.ToLower(http.StatusText(e.Status))
 	}
-	if e.Op == "" {
+	if e.Op == opNone {
 		return fmt.Sprintf("%d %s", e.Status, msg)
 	}
 	return fmt.Sprintf("%s: %d %s", e.Op, e.Status, msg)

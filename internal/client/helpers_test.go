@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,3 +140,76 @@ func ctxT(t *testing.T) context.Context {
 func intp(i int) *int { return &i }
 
 func strp(s string) *string { return &s }
+
+// EventLog is a Hook that keeps every event, for tests in this package and in
+// client_test (exported from a test file for that reason).
+type EventLog struct {
+	mu        sync.Mutex
+	Requests  []RequestEvent
+	Answers   []AnswerEvent
+	Errors    []TransportErrorEvent
+	Retries   []RetryEvent
+	Fallbacks []FallbackEvent
+}
+
+func (l *EventLog) OnRequest(e RequestEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.Body = append([]byte(nil), e.Body...)
+	l.Requests = append(l.Requests, e)
+}
+
+func (l *EventLog) OnAnswer(e AnswerEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Answers = append(l.Answers, e)
+}
+
+func (l *EventLog) OnTransportError(e TransportErrorEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Errors = append(l.Errors, e)
+}
+
+func (l *EventLog) OnRetry(e RetryEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Retries = append(l.Retries, e)
+}
+
+func (l *EventLog) OnFallback(e FallbackEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Fallbacks = append(l.Fallbacks, e)
+}
+
+// Snapshot is a copy of the log, safe to read while requests go on.
+func (l *EventLog) Snapshot() EventLog {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return EventLog{Requests: append([]RequestEvent(nil), l.Requests...), Answers: append([]AnswerEvent(nil), l.Answers...),
+		Errors: append([]TransportErrorEvent(nil), l.Errors...), Retries: append([]RetryEvent(nil), l.Retries...),
+		Fallbacks: append([]FallbackEvent(nil), l.Fallbacks...)}
+}
+
+// String shows every event, for failure messages.
+func (l *EventLog) String() string {
+	s := l.Snapshot()
+	var b strings.Builder
+	for _, e := range s.Requests {
+		fmt.Fprintf(&b, "request %+v\n", e)
+	}
+	for _, e := range s.Answers {
+		fmt.Fprintf(&b, "answer %+v\n", e)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintf(&b, "error %+v\n", e)
+	}
+	for _, e := range s.Retries {
+		fmt.Fprintf(&b, "retry %+v\n", e)
+	}
+	for _, e := range s.Fallbacks {
+		fmt.Fprintf(&b, "fallback %+v\n", e)
+	}
+	return b.String()
+}

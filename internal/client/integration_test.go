@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -215,8 +216,8 @@ func TestBrokerAckFaultsRetried(t *testing.T) {
 // batch acks are refused with 400 "receipt_handle required".
 func TestBrokerLegacyNode(t *testing.T) {
 	b := startBroker(t, devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "orders"}}, Legacy: true})
-	var out syncWriter
-	c := brokerClient(t, b, func(c *client.Config) { c.Verbose = &out })
+	var log client.EventLog
+	c := brokerClient(t, b, func(c *client.Config) { c.Hooks = []client.Hook{&log} })
 	ctx := testCtx(t)
 	key := "\x01\xff"
 	for i := 0; i < 3; i++ {
@@ -249,9 +250,10 @@ func TestBrokerLegacyNode(t *testing.T) {
 			t.Errorf("legacy ack: %+v", r)
 		}
 	}
-	log := out.String()
-	if strings.Count(log, "note: ") != 2 {
-		t.Errorf("want one note per fallback:\n%s", log)
+	want := []client.FallbackEvent{{Op: client.OpConsume, Fallback: client.FallbackConsumeSingle},
+		{Op: client.OpAck, Fallback: client.FallbackSettleSingles}}
+	if got := log.Snapshot().Fallbacks; !slices.Equal(got, want) {
+		t.Errorf("fallbacks %+v, want one per fallback", got)
 	}
 }
 
@@ -262,19 +264,19 @@ func TestBrokerAuth(t *testing.T) {
 			{Action: "consume", Patterns: []string{"orders"}}, {Action: "produce", Patterns: []string{"orders"}}}}},
 	})
 	ctx := testCtx(t)
-	var out syncWriter
-	bad := brokerClient(t, b, func(c *client.Config) { c.User, c.Password, c.Verbose = "app", "wrong", &out })
+	var log client.EventLog
+	bad := brokerClient(t, b, func(c *client.Config) { c.User, c.Password, c.Hooks = "app", "wrong", []client.Hook{&log} })
 	if _, err := bad.Consume(ctx, "orders", client.ConsumeOptions{Max: 10}); client.StatusOf(err) != 401 {
 		t.Errorf("wrong password: %v", err)
 	}
 	if _, err := bad.Settle(ctx, "orders", client.Ack, []string{"a", "b", "c"}); client.StatusOf(err) != 401 {
 		t.Errorf("wrong password, settle: %v", err)
 	}
-	if n := strings.Count(out.String(), "\n"); n != 2 {
-		t.Errorf("%d requests with a wrong password, want 2:\n%s", n, out.String())
+	if n := len(log.Snapshot().Answers); n != 2 {
+		t.Errorf("%d requests with a wrong password, want 2:\n%s", n, log.String())
 	}
-	if strings.Contains(out.String(), "wrong") {
-		t.Errorf("the password was printed")
+	if strings.Contains(log.String(), "wrong") {
+		t.Errorf("an event shows the password")
 	}
 
 	good := brokerClient(t, b, func(c *client.Config) { c.User, c.Password = "app", "s3cret" })
@@ -361,23 +363,6 @@ func TestBrokerConcurrentUse(t *testing.T) {
 			t.Fatalf("ack: %+v", r)
 		}
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 func ptr(i int) *int { return &i }

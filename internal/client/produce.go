@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // Produce sends body as one message. 202 (any 2xx) is durable acceptance and is
@@ -26,7 +27,7 @@ func (c *Client) Produce(ctx context.Context, topic string, body []byte, o Produ
 		// body would send no Content-Length at all.
 		body = []byte{}
 	}
-	r := &request{op: "produce", method: http.MethodPost, path: topicPath(topic, "/produce"), query: q,
+	r := &request{op: OpProduce, method: http.MethodPost, path: topicPath(topic, "/produce"), query: q,
 		body: body, ctype: "application/octet-stream"}
 	resp, err := c.bounded(ctx, r)
 	if err != nil {
@@ -42,8 +43,12 @@ func (c *Client) Produce(ctx context.Context, topic string, body []byte, o Produ
 // or a transient connection error. It returns the last answer, whatever it was, and
 // an error only when the last attempt got no answer.
 func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
+	var spent time.Duration // for the hooks: request time plus backoff asked for
 	for attempt := 0; ; attempt++ {
+		r.attempt = attempt + 1
+		start := time.Now()
 		resp, err := c.send(ctx, r)
+		spent += time.Since(start)
 		last := attempt+1 >= c.retry.ProduceAttempts
 		switch {
 		case err != nil:
@@ -53,7 +58,10 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		case !retryableStatus(resp.status) || last:
 			return resp, nil
 		}
-		if err := c.retry.Sleep(ctx, c.retry.backoff(attempt)); err != nil {
+		d := c.retry.backoff(attempt)
+		spent += d
+		c.onRetry(retryEvent(r, resp, err), d, spent, c.retry.ProduceAttempts)
+		if err := c.retry.Sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.op, err)
 		}
 	}

@@ -94,8 +94,8 @@ func TestProduceTimeoutRetried(t *testing.T) {
 		}
 		w.WriteHeader(202)
 	})
-	c, _ := newClient(t, n.URL)
-	r := &request{op: "produce", method: "POST", path: "/v1/topics/o/produce", body: []byte("x"), timeout: 50 * time.Millisecond}
+	c, _ := newClient(t, n.URL, func(c *Config) { c.Timeout = 50 * time.Millisecond })
+	r := &request{op: OpProduce, method: "POST", path: "/v1/topics/o/produce", body: []byte("x")}
 	resp, err := c.bounded(ctxT(t), r)
 	if err != nil || resp.status != 202 || len(n.requests()) != 2 {
 		t.Errorf("resp %+v, err %v, %d requests", resp, err, len(n.requests()))

@@ -24,7 +24,20 @@ const (
 // legacySettleText is how a node older than v3.1 refuses a batch ack.
 const legacySettleText = "receipt_handle required"
 
-// String is the action's name, which is also its Op in errors: ack, extend or nack.
+// Op is the action's Op in errors and events.
+func (a Action) Op() Op {
+	switch a {
+	case Ack:
+		return OpAck
+	case Extend:
+		return OpExtend
+	case Nack:
+		return OpNack
+	}
+	return opNone
+}
+
+// String is the action's name, which is also its Op's: ack, extend or nack.
 func (a Action) String() string {
 	switch a {
 	case Ack:
@@ -102,6 +115,7 @@ type settler struct {
 	res    []SettleResult
 	cause  []error // per handle: nil on 204, the *Error or transport error otherwise
 	retry  []bool  // per handle: its last answer asks for another attempt
+	pass   int     // the attempt being made (the round), from 1
 	mu     sync.Mutex
 	fatal  *Error // a 401/403/404: stop everything
 	refuse []int  // handles of batches to send again one by one (legacy node, 413)
@@ -130,6 +144,7 @@ func (c *Client) settle(ctx context.Context, topic string, a Action, handles []s
 	}
 	var spent time.Duration // request time plus backoff asked for: see RetryPolicy.Budget
 	for round := 0; len(pending) > 0; round++ {
+		s.pass = round + 1
 		start := time.Now()
 		s.round(ctx, pending)
 		spent += time.Since(start)
@@ -159,6 +174,9 @@ func (c *Client) settle(ctx context.Context, topic string, a Action, handles []s
 		if spent+d > c.retry.Budget {
 			break // the last answers stand
 		}
+		first := pending[0]
+		c.onRetry(RetryEvent{Op: a.Op(), Status: s.res[first].Status, Err: s.cause[first], Attempt: round + 2,
+			Handles: len(pending)}, d, spent+d, 0)
 		if c.retry.Sleep(ctx, d) != nil {
 			break
 		}
@@ -280,7 +298,7 @@ func (s *settler) request() *request {
 	if e := s.a.extendParam(); e != "" {
 		q.Set("extend", e)
 	}
-	return &request{op: s.a.String(), method: http.MethodPost, path: topicPath(s.topic, "/ack"), query: q,
+	return &request{op: s.a.Op(), attempt: s.pass, method: http.MethodPost, path: topicPath(s.topic, "/ack"), query: q,
 		ctype: "application/json"}
 }
 
@@ -290,7 +308,7 @@ func (s *settler) single(ctx context.Context, i int) {
 	r.query.Set("receipt_handle", s.res[i].Handle)
 	resp, err := s.c.send(ctx, r)
 	if err != nil {
-		s.record(i, 0, strings.TrimPrefix(err.Error(), r.op+": "), err, ctx.Err() == nil && retryableTransport(err))
+		s.record(i, 0, strings.TrimPrefix(err.Error(), r.op.String()+": "), err, ctx.Err() == nil && retryableTransport(err))
 		return
 	}
 	if resp.status/100 == 2 {
@@ -317,7 +335,7 @@ func (s *settler) batch(ctx context.Context, idx []int) {
 	resp, err := s.c.send(ctx, r)
 	if err != nil {
 		retry := ctx.Err() == nil && retryableTransport(err)
-		msg := strings.TrimPrefix(err.Error(), r.op+": ")
+		msg := strings.TrimPrefix(err.Error(), r.op.String()+": ")
 		for _, i := range idx {
 			s.record(i, 0, msg, err, retry)
 		}
@@ -356,7 +374,7 @@ func (s *settler) batch(ctx context.Context, idx []int) {
 		return
 	case resp.status == http.StatusBadRequest && strings.Contains(strings.ToLower(errorText(resp.body)), legacySettleText):
 		if !s.c.legacySettle.Swap(true) {
-			s.c.note("note: the node refused a batch ack (a node older than v3.1); settling one handle per request\n")
+			s.c.learned(r.op, FallbackSettleSingles)
 		}
 		s.refuseBatch(idx)
 		return

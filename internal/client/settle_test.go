@@ -195,8 +195,8 @@ func TestSettleLegacyFallback(t *testing.T) {
 			w.WriteHeader(204)
 		}
 	})
-	var out syncBuffer
-	c, _ := newClient(t, n.URL, func(c *Config) { c.Verbose = &out })
+	var log EventLog
+	c, _ := newClient(t, n.URL, func(c *Config) { c.Hooks = []Hook{&log} })
 	ctx := ctxT(t)
 	hs := handles(250)
 	res, err := c.Settle(ctx, "orders", Nack, hs)
@@ -235,8 +235,8 @@ func TestSettleLegacyFallback(t *testing.T) {
 			t.Errorf("a batch was sent again to the older node")
 		}
 	}
-	if strings.Count(out.String(), "note: ") != 1 {
-		t.Errorf("verbose notes:\n%s", out.String())
+	if got := log.Snapshot().Fallbacks; len(got) != 1 || got[0] != (FallbackEvent{OpNack, FallbackSettleSingles}) {
+		t.Errorf("fallbacks %+v, want one", got)
 	}
 }
 
@@ -311,7 +311,7 @@ func TestSettleFatal(t *testing.T) {
 		c, sl := newClient(t, n.URL, func(c *Config) { c.User, c.Password = "app", "wrong" })
 		res, err := c.Settle(ctxT(t), "orders", Ack, handles(450))
 		var e *Error
-		if !errors.As(err, &e) || e.Status != status || e.Op != "ack" || e.Message != "denied" {
+		if !errors.As(err, &e) || e.Status != status || e.Op != OpAck || e.Message != "denied" {
 			t.Errorf("%d: err %#v", status, err)
 		}
 		// One request, never retried: a loop of 401s locks the user out.

@@ -22,7 +22,7 @@ func (c *Client) ListTopics(ctx context.Context) ([]Topic, error) {
 			Topics        []Topic `json:"topics"`
 			NextPageToken string  `json:"next_page_token"`
 		}
-		if err := c.getJSON(ctx, "list topics", "/v1/topics", q, &page); err != nil {
+		if err := c.getJSON(ctx, OpListTopics, "/v1/topics", q, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page.Topics...)
@@ -41,7 +41,7 @@ func (c *Client) ListTopics(ctx context.Context) ([]Topic, error) {
 // Topic describes one topic, with its partitions' positions. A consume grant is enough.
 func (c *Client) Topic(ctx context.Context, name string) (*Topic, error) {
 	var t Topic
-	if err := c.getJSON(ctx, "topic", topicPath(name, ""), nil, &t); err != nil {
+	if err := c.getJSON(ctx, OpTopicInfo, topicPath(name, ""), nil, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
@@ -52,20 +52,20 @@ func (c *Client) Topic(ctx context.Context, name string) (*Topic, error) {
 func (c *Client) CreateTopic(ctx context.Context, spec TopicSpec) (*Topic, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
-		return nil, fmt.Errorf("create topic: %w", err)
+		return nil, fmt.Errorf("%s: %w", OpCreateTopic, err)
 	}
-	resp, err := c.send(ctx, &request{op: "create topic", method: http.MethodPost, path: "/v1/topics",
+	resp, err := c.send(ctx, &request{op: OpCreateTopic, method: http.MethodPost, path: "/v1/topics",
 		body: body, ctype: "application/json"})
 	if err != nil {
 		return nil, err
 	}
 	if resp.status/100 != 2 {
-		return nil, resp.err("create topic")
+		return nil, resp.err(OpCreateTopic)
 	}
 	t := Topic{Name: spec.Name}
 	if len(resp.body) > 0 {
 		if err := json.Unmarshal(resp.body, &t); err != nil {
-			return nil, fmt.Errorf("create topic: bad JSON in answer: %w", err)
+			return nil, fmt.Errorf("%s: bad JSON in answer: %w", OpCreateTopic, err)
 		}
 	}
 	return &t, nil
@@ -73,12 +73,12 @@ func (c *Client) CreateTopic(ctx context.Context, spec TopicSpec) (*Topic, error
 
 // DeleteTopic deletes a topic and its messages. Not retried, like CreateTopic.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
-	resp, err := c.send(ctx, &request{op: "delete topic", method: http.MethodDelete, path: topicPath(name, "")})
+	resp, err := c.send(ctx, &request{op: OpDeleteTopic, method: http.MethodDelete, path: topicPath(name, "")})
 	if err != nil {
 		return err
 	}
 	if resp.status/100 != 2 {
-		return resp.err("delete topic")
+		return resp.err(OpDeleteTopic)
 	}
 	return nil
 }
@@ -86,18 +86,18 @@ func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 // Ready asks /readyz: nil when the node serves, *Error (503) while it starts. It is
 // a probe, so its answer is reported as is, never retried.
 func (c *Client) Ready(ctx context.Context) error {
-	resp, err := c.send(ctx, &request{op: "ready", method: http.MethodGet, path: "/readyz"})
+	resp, err := c.send(ctx, &request{op: OpReady, method: http.MethodGet, path: "/readyz"})
 	if err != nil {
 		return err
 	}
 	if resp.status != http.StatusOK {
-		return resp.err("ready")
+		return resp.err(OpReady)
 	}
 	return nil
 }
 
 // getJSON is a read: retried like a produce, then decoded into v.
-func (c *Client) getJSON(ctx context.Context, op, path string, q url.Values, v any) error {
+func (c *Client) getJSON(ctx context.Context, op Op, path string, q url.Values, v any) error {
 	resp, err := c.bounded(ctx, &request{op: op, method: http.MethodGet, path: path, query: q})
 	if err != nil {
 		return err

@@ -445,7 +445,7 @@ func TestStopBeforeAnythingIsTaken(t *testing.T) {
 
 func TestFatalConsumeErrorIsReturnedAsIs(t *testing.T) {
 	src := consumertest.New()
-	want := &client.Error{Op: "consume", Status: 403, Message: "forbidden"}
+	want := &client.Error{Op: client.OpConsume, Status: 403, Message: "forbidden"}
 	src.FailNextConsume(want)
 	res, err := consumer.Run(context.Background(), src, consumer.NewPrinter(&bytes.Buffer{}, lines{}), consumer.Options{Topic: "t"})
 	if err != error(want) {

@@ -289,7 +289,7 @@ func resultError(a client.Action, r client.SettleResult) error {
 	if r.Status == 0 {
 		return fmt.Errorf("%s: no answer: %s", a, r.Err)
 	}
-	return &client.Error{Op: a.String(), Status: r.Status, Message: r.Err}
+	return &client.Error{Op: a.Op(), Status: r.Status, Message: r.Err}
 }
 
 func orUnknown(err error) error {

@@ -20,7 +20,7 @@ type fakeTopic struct {
 
 func (f *fakeTopic) Topic(ctx context.Context, name string) (*client.Topic, error) {
 	if name != "t" {
-		return nil, &client.Error{Op: "topic", Status: 404, Message: "not found"}
+		return nil, &client.Error{Op: client.OpTopicInfo, Status: 404, Message: "not found"}
 	}
 	t := &client.Topic{Name: name, Partitions: len(f.parts)}
 	for i, p := range f.parts {
@@ -36,7 +36,7 @@ func (f *fakeTopic) Topic(ctx context.Context, name string) (*client.Topic, erro
 func (f *fakeTopic) Replay(ctx context.Context, topic string, p int, off int64) (*client.Message, error) {
 	f.calls++
 	if f.oldest != nil && off < f.oldest[p] {
-		return nil, &client.Error{Op: "replay", Status: 410, Message: "gone"}
+		return nil, &client.Error{Op: client.OpReplay, Status: 410, Message: "gone"}
 	}
 	if off >= int64(len(f.parts[p])) {
 		return nil, nil

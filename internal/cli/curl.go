@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// curlInlineMax is the largest body --curl writes into the command line; a larger
+// one, or one that is not printable text, is read from stdin (--data-binary @-).
+const curlInlineMax = 1024
+
+// curlPrinter is --curl: before each request, the curl command line that makes the
+// same request, for an operator to hand to anyone (Narad's own docs are curl-first).
+type curlPrinter struct{ out *stderrLines }
+
+func (p curlPrinter) OnRequest(e client.RequestEvent) { p.out.println(curlCommand(e)) }
+
+// curlCommand is e as one shell-safe line: every part single-quoted, credentials as
+// "$NARAD_USER:$NARAD_PASS" for the shell to fill in, never the password itself,
+// and the body inline only when it is printable text (no byte that could steer a
+// terminal reaches stderr).
+func curlCommand(e client.RequestEvent) string {
+	var b strings.Builder
+	b.WriteString("curl -i")
+	if e.Method != "GET" {
+		b.WriteString(" -X " + e.Method)
+	}
+	b.WriteString(" " + shellQuote(e.URL))
+	names := make([]string, 0, len(e.Header))
+	for k := range e.Header {
+		// curl sends its own User-Agent; the node makes nothing of ours.
+		if k != "User-Agent" {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		for _, v := range e.Header[k] {
+			b.WriteString(" -H " + shellQuote(k+": "+v))
+		}
+	}
+	if e.Auth {
+		b.WriteString(` -u "$NARAD_USER:$NARAD_PASS"`)
+	}
+	switch {
+	case e.Body == nil:
+	case len(e.Body) <= curlInlineMax && printableText(e.Body):
+		b.WriteString(" --data-binary " + shellQuote(string(e.Body)))
+	default:
+		what := "binary"
+		if utf8.Valid(e.Body) {
+			what = "text with control characters"
+		}
+		if len(e.Body) > curlInlineMax {
+			what = "too long to show"
+		}
+		fmt.Fprintf(&b, " --data-binary @-  # the body on stdin: %s (%s)", plural(int64(len(e.Body)), "byte"), what)
+	}
+	return b.String()
+}
+
+// printableText is valid UTF-8 without control or format characters (newlines and
+// bidi controls included), which is what can sit inside a one-line command.
+func printableText(p []byte) bool {
+	if !utf8.Valid(p) {
+		return false
+	}
+	for _, r := range string(p) {
+		if r != ' ' && !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellQuote single-quotes s for a POSIX shell: nothing inside is expanded, and a
+// quote in s is closed, escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+// What narad shows of the client's work is done here, by hooks on the client's
+// events (internal/client/hooks.go): the client itself writes nothing.
+
+// retryNoticeAfter is how long a call may retry in silence: past it, one line says
+// what is going on, so nothing waits for minutes without a word.
+const retryNoticeAfter = 3 * time.Second
+
+// stderrLines writes whole lines to stderr, one at a time, for hooks called from
+// many goroutines.
+type stderrLines struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *stderrLines) println(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	io.WriteString(s.w, line+"\n")
+}
+
+// verboseLog is -v: a line per request with its status and latency (or its
+// transport error), and the older-node fallbacks as notes. Events never carry
+// credentials, so neither can these lines.
+type verboseLog struct{ out *stderrLines }
+
+func (v verboseLog) OnAnswer(e client.AnswerEvent) {
+	v.out.println(fmt.Sprintf("%s %s %d %s (%s)", e.Method, e.URL, e.Status, http.StatusText(e.Status), roundLatency(e.Latency)))
+}
+
+func (v verboseLog) OnTransportError(e client.TransportErrorEvent) {
+	v.out.println(render.Escape(fmt.Sprintf("%s %s error: %s (%s)", e.Method, e.URL, describeErr(e.Err), roundLatency(e.Latency))))
+}
+
+func (v verboseLog) OnFallback(e client.FallbackEvent) {
+	v.out.println("note: " + e.Fallback.String())
+}
+
+func roundLatency(d time.Duration) time.Duration {
+	if d >= time.Millisecond {
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// retryNotice says, once per episode, that requests are being retried and why,
+// when a call has been at it for longer than after; an answer that is not an error
+// ends the episode.
+type retryNotice struct {
+	out   *stderrLines
+	base  string // the node's URL, for connection errors
+	after time.Duration
+
+	mu    sync.Mutex
+	shown bool
+}
+
+func (n *retryNotice) OnRetry(e client.RetryEvent) {
+	if e.Elapsed < n.after {
+		return
+	}
+	n.mu.Lock()
+	shown := n.shown
+	n.shown = true
+	n.mu.Unlock()
+	if !shown {
+		n.out.println(retryLine(n.base, e))
+	}
+}
+
+func (n *retryNotice) OnAnswer(e client.AnswerEvent) {
+	if e.Status < 400 {
+		n.mu.Lock()
+		n.shown = false
+		n.mu.Unlock()
+	}
+}
+
+// retryLine is "narad: consume: the node answers 502 Bad Gateway; retrying for up to
+// 1m56s more", or for a call bounded by attempts "...; retrying (attempt 2 of 5)".
+func retryLine(base string, e client.RetryEvent) string {
+	var why string
+	var apiErr *client.Error
+	var timeout *client.TimeoutError
+	var noAnswer *client.NoAnswerError
+	switch {
+	case errors.As(e.Err, &apiErr):
+		why = "the node answers " + statusText(apiErr)
+	case errors.As(e.Err, &timeout) && timeout.Sent:
+		why = fmt.Sprintf("the node accepted the connection but sent no answer within %s", timeout.After)
+	case errors.As(e.Err, &noAnswer):
+		why = "the node accepted the connection but closed it without an answer"
+	default:
+		why = fmt.Sprintf("cannot reach %s (%s)", base, trimOp(e.Op, describeErr(e.Err)))
+	}
+	what := "retrying"
+	if e.Handles > 1 {
+		what = fmt.Sprintf("retrying %d handles", e.Handles)
+	}
+	switch left := (e.Budget - e.Elapsed).Round(time.Second); {
+	case e.MaxAttempts > 0:
+		what += fmt.Sprintf(" (attempt %d of %d)", e.Attempt, e.MaxAttempts)
+	case left > 0:
+		what += fmt.Sprintf(" for up to %s more", left)
+	}
+	return render.Escape(fmt.Sprintf("narad: %s: %s; %s", e.Op, why, what))
+}
+
+// trimOp drops the "op: " every client error starts with, where the line says it already.
+func trimOp(op client.Op, s string) string {
+	p := op.String() + ": "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
