@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 			"exits":     cmdExits,
 			"freeport":  cmdFreePort,
 			"waitready": cmdWaitReady,
+			"faultnode": cmdFaultNode,
 		},
 	})
 }
