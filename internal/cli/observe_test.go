@@ -208,16 +208,17 @@ func TestCurlCommand(t *testing.T) {
 func TestContextAddAsksForThePassword(t *testing.T) {
 	e := newContextEnv(t)
 	asked := 0
+	prompt := "password for app (empty for none): "
 	run := func(tty bool, secret func() (string, error), stdin string, args ...string) cliResult {
 		ios, _, out, errOut := iostreams.Test()
 		ios.In = strings.NewReader(stdin)
 		ios.SetTTY(tty, false, false)
 		env := map[string]string{"NARAD_CONFIG": e.path}
 		f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals(),
-			ReadSecret: func(prompt string) (string, error) {
+			ReadSecret: func(p string) (string, error) {
 				asked++
-				if prompt != "password for app (empty for none): " {
-					t.Errorf("prompt %q", prompt)
+				if p != prompt {
+					t.Errorf("prompt %q, want %q", p, prompt)
 				}
 				return secret()
 			}}
@@ -234,12 +235,21 @@ func TestContextAddAsksForThePassword(t *testing.T) {
 	if r := run(false, typed, "", "context", "add", "b", "--server", "http://h:1", "--user", "app"); r.code != 0 || asked != 1 {
 		t.Errorf("asked with stdin not a terminal: exit %d, %d", r.code, asked)
 	}
-	if r := run(true, typed, "piped pw\nrest", "context", "add", "c", "--server", "http://h:1", "--user", "app", "--password-stdin"); r.code != 0 || asked != 1 {
+	if r := run(false, typed, "piped pw\nrest", "context", "add", "c", "--server", "http://h:1", "--user", "app", "--password-stdin"); r.code != 0 || asked != 1 {
 		t.Errorf("asked with --password-stdin: exit %d, %d, %s", r.code, asked, r.stderr)
 	}
 	if got := e.load().Contexts["c"].Password; got != "piped pw" {
 		t.Errorf("--password-stdin saved %q", got)
 	}
+	// --password-stdin on a terminal asks without echo rather than read a visible line.
+	prompt = "password: "
+	if r := run(true, typed, "", "context", "add", "c2", "--server", "http://h:1", "--user", "app", "--password-stdin"); r.code != 0 || asked != 2 {
+		t.Errorf("--password-stdin on a terminal: exit %d, asked %d, %s", r.code, asked, r.stderr)
+	}
+	if got := e.load().Contexts["c2"].Password; got != "typed pw" {
+		t.Errorf("--password-stdin on a terminal saved %q", got)
+	}
+	prompt = "password for app (empty for none): "
 	if r := run(true, func() (string, error) { return "", errors.New("interrupted") }, "", "context", "add", "d", "--server", "http://h:1", "--user", "app"); r.code != ExitFailed || strings.Contains(r.stderr, "saved") {
 		t.Errorf("a failed prompt: exit %d, %s", r.code, r.stderr)
 	}

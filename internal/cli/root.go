@@ -269,16 +269,58 @@ func (f *Factory) Client() (*client.Client, error) {
 // maxPasswordLine bounds what --password-stdin reads (Narad takes up to 72 bytes).
 const maxPasswordLine = 4096
 
-// passwordFromStdin is the first line of stdin, for --password-stdin: read once, a
-// byte at a time so nothing after the line is consumed, without its line ending.
+// passwordFromStdin is the first line of stdin, for --password-stdin, without its
+// line ending: read once, a byte at a time so nothing after the line is consumed.
+// On a terminal it is asked for without echo instead. A signal stops the wait for a
+// line that may never come.
 func (f *Factory) passwordFromStdin() (string, error) {
 	if f.stdinPassword != nil {
 		return *f.stdinPassword, nil
 	}
+	var pw string
+	if f.IO.IsStdinTTY() && f.ReadSecret != nil {
+		var err error
+		if pw, err = f.ReadSecret("password: "); err != nil {
+			return "", exitWith(ExitFailed, fmt.Errorf("cannot read the password: %v", err))
+		}
+	} else {
+		type result struct {
+			line []byte
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			line, err := readFirstLine(f.IO.In, maxPasswordLine)
+			done <- result{line, err}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-f.Signals.Soft:
+			return "", exitWith(ExitFailed, nil) // the exit code says it
+		}
+		switch {
+		case r.err != nil:
+			return "", exitWith(ExitUsage, fmt.Errorf("--password-stdin: cannot read stdin: %v", r.err))
+		case len(r.line) > maxPasswordLine:
+			return "", usageErrorf("--password-stdin: the first line of stdin is longer than a password can be")
+		}
+		pw = strings.TrimSuffix(string(r.line), "\r")
+	}
+	if pw == "" {
+		return "", usageErrorf("--password-stdin: no password on the first line of stdin")
+	}
+	f.stdinPassword = &pw
+	return pw, nil
+}
+
+// readFirstLine reads r up to the first newline (not returned) or its end, a byte at
+// a time, and at most limit+1 bytes (more than limit: too long).
+func readFirstLine(r io.Reader, limit int) ([]byte, error) {
 	var line []byte
 	buf := make([]byte, 1)
-	for len(line) <= maxPasswordLine {
-		n, err := f.IO.In.Read(buf)
+	for len(line) <= limit {
+		n, err := r.Read(buf)
 		if n == 1 {
 			if buf[0] == '\n' {
 				break
@@ -290,18 +332,10 @@ func (f *Factory) passwordFromStdin() (string, error) {
 			break
 		}
 		if err != nil {
-			return "", exitWith(ExitUsage, fmt.Errorf("--password-stdin: cannot read stdin: %v", err))
+			return nil, err
 		}
 	}
-	pw := strings.TrimSuffix(string(line), "\r")
-	switch {
-	case len(line) > maxPasswordLine:
-		return "", usageErrorf("--password-stdin: the first line of stdin is longer than a password can be")
-	case pw == "":
-		return "", usageErrorf("--password-stdin: no password on the first line of stdin")
-	}
-	f.stdinPassword = &pw
-	return pw, nil
+	return line, nil
 }
 
 // claimStdin is for a command about to read its input (what) from stdin: refused
