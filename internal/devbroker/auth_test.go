@@ -72,17 +72,19 @@ func TestAuthGrants(t *testing.T) {
 	one(t, h.consume("orders", "partition=0&offset=0"))     // and replay
 	wantError(t, h.consume("payments", ""), 403, `user "app" lacks a consume grant for topic "payments"`)
 	wantError(t, h.ack("payments", "0:0:1", ""), 403, `user "app" lacks a consume grant for topic "payments"`)
-	// Topic info is readable with a consume-only grant; list with any user.
+	// Topic info is readable with a consume-only grant; list with any user, and it
+	// holds only the topics the caller could read.
 	if r := h.do("GET", "/v1/topics/orders-eu", nil); r.status != 200 || !strings.Contains(string(r.body), "partition_stats") {
 		t.Fatalf("info: %v", r)
 	}
 	wantError(t, h.do("GET", "/v1/topics/payments", nil), 403, `user "app" lacks a grant for topic "payments"`)
-	if r := h.do("GET", "/v1/topics", nil); r.status != 200 || !strings.Contains(string(r.body), `"payments"`) {
+	if r := h.do("GET", "/v1/topics", nil); r.status != 200 || strings.Contains(string(r.body), `"payments"`) ||
+		!strings.Contains(string(r.body), `"orders-eu"`) {
 		t.Fatalf("list: %v", r)
 	}
-	// Create needs a create grant on the name; delete needs admin.
+	// Create needs a create grant on the name; delete needs admin or ownership.
 	wantError(t, h.do("POST", "/v1/topics", []byte(`{"name":"orders-new"}`)), 403, `user "app" lacks a create grant for topic "orders-new"`)
-	wantError(t, h.do("DELETE", "/v1/topics/orders", nil), 403, `user "app" lacks the admin grant`)
+	wantError(t, h.do("DELETE", "/v1/topics/orders", nil), 403, `user "app" lacks the admin grant and does not own topic "orders"`)
 	// A grant is checked before existence: no probing for topic names.
 	wantError(t, h.consume("secret", ""), 403, `user "app" lacks a consume grant for topic "secret"`)
 	wantError(t, h.consume("orders-gone", ""), 404, `topic "orders-gone" not found`)

@@ -1,12 +1,11 @@
 package devbroker
 
 import (
-	"encoding/base64"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -20,13 +19,48 @@ func (b *Broker) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", b.handleHealthz)
 	mux.HandleFunc("GET /readyz", b.handleReadyz)
-	mux.Handle("POST /v1/topics", b.v1(b.handleCreateTopic))
-	mux.Handle("GET /v1/topics", b.v1(b.handleListTopics))
-	mux.Handle("GET /v1/topics/{topic}", b.v1(b.handleTopicInfo))
-	mux.Handle("DELETE /v1/topics/{topic}", b.v1(b.handleDeleteTopic))
-	mux.Handle("POST /v1/topics/{topic}/produce", b.v1(b.handleProduce))
-	mux.Handle("GET /v1/topics/{topic}/consume", b.v1(b.handleConsume))
-	mux.Handle("POST /v1/topics/{topic}/ack", b.v1(b.handleAck))
+	mux.HandleFunc("GET /metrics", b.handleMetrics)
+	// One line per route; requestOp names what Requests counts them under.
+	for _, r := range []struct {
+		pattern string
+		h       http.HandlerFunc
+	}{
+		{"POST /v1/topics", b.handleCreateTopic},
+		{"GET /v1/topics", b.handleListTopics},
+		{"GET /v1/topics/{topic}", b.handleTopicInfo},
+		{"PATCH /v1/topics/{topic}", b.handleEditTopic},
+		{"DELETE /v1/topics/{topic}", b.handleDeleteTopic},
+		{"GET /v1/topics/{topic}/schema", b.handleTopicSchema},
+		{"POST /v1/topics/{topic}/children", b.handleAttachChild},
+		{"GET /v1/topics/{topic}/children", b.handleListChildren},
+		{"DELETE /v1/topics/{topic}/children/{child}", b.handleDetachChild},
+		{"POST /v1/topics/{topic}/produce", b.handleProduce},
+		{"GET /v1/topics/{topic}/consume", b.handleConsume},
+		{"POST /v1/topics/{topic}/ack", b.handleAck},
+		{"GET /v1/cluster/members", b.handleMembers},
+		{"GET /v1/cluster/moves", b.handleMoves},
+		{"POST /v1/cluster/members/{id}/decommission", b.handleDecommission},
+		{"DELETE /v1/cluster/members/{id}/decommission", b.handleCancelDecommission},
+		{"POST /v1/cluster/members/{id}/forget", b.handleForget},
+	} {
+		mux.Handle(r.pattern, b.v1(r.h))
+	}
+	// With security off a real node has no user routes at all: its router answers 404.
+	if b.auth != nil {
+		for _, r := range []struct {
+			pattern string
+			h       http.HandlerFunc
+		}{
+			{"POST /v1/users", b.handleCreateUser},
+			{"GET /v1/users", b.handleListUsers},
+			{"GET /v1/users/{name}", b.handleGetUser},
+			{"PUT /v1/users/{name}/grants", b.handleSetGrants},
+			{"PUT /v1/users/{name}/password", b.handleSetPassword},
+			{"DELETE /v1/users/{name}", b.handleDeleteUser},
+		} {
+			mux.Handle(r.pattern, b.v1(r.h))
+		}
+	}
 	if b.cfg.Log == nil {
 		return mux
 	}
@@ -80,6 +114,16 @@ func requestOp(r *http.Request) string {
 		return OpTopicInfo
 	case "DELETE /v1/topics/{topic}":
 		return OpDeleteTopic
+	case "PATCH /v1/topics/{topic}":
+		return OpEditTopic
+	case "GET /v1/topics/{topic}/schema":
+		return OpTopicSchema
+	case "POST /v1/topics/{topic}/children":
+		return OpAttachChild
+	case "GET /v1/topics/{topic}/children":
+		return OpListChildren
+	case "DELETE /v1/topics/{topic}/children/{child}":
+		return OpDetachChild
 	}
 	return ""
 }
@@ -202,16 +246,26 @@ func parsePartition(s string, n int) (int, error) {
 // topicRequest counts a request on a topic route, checks the caller's grant and finds
 // the topic, answering the request itself (401/403/404) when one of those fails.
 func (b *Broker) topicRequest(w http.ResponseWriter, r *http.Request, op string, perm permission) (t *topic, identity string, ok bool) {
+	t, _, identity, ok = b.topicRequestAs(w, r, op, perm)
+	return t, identity, ok
+}
+
+// topicRequestAs is topicRequest that also returns the caller (nil with security off).
+func (b *Broker) topicRequestAs(w http.ResponseWriter, r *http.Request, op string, perm permission) (t *topic, u *account, identity string, ok bool) {
 	b.count(op)
 	name := r.PathValue("topic")
-	if identity, ok = b.authorize(w, r, perm, name); !ok {
-		return nil, "", false
+	if u, identity, ok = b.authenticate(w, r); !ok {
+		return nil, nil, "", false
 	}
-	if t = b.topic(name); t == nil {
+	t = b.topic(name)
+	if !b.permitTopic(w, u, perm, name, t) {
+		return nil, nil, "", false
+	}
+	if t == nil {
 		writeNotFound(w, name)
-		return nil, "", false
+		return nil, nil, "", false
 	}
-	return t, identity, true
+	return t, u, identity, true
 }
 
 func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
@@ -219,11 +273,11 @@ func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	name := t.spec.Name
+	name := t.name
 	q := r.URL.Query()
 	pin := -1
 	if s := q.Get("partition"); s != "" {
-		p, err := parsePartition(s, t.spec.Partitions)
+		p, err := parsePartition(s, t.partitionCount())
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
@@ -253,10 +307,68 @@ func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
 	}
 	key := q.Get("key")
 	if _, err := t.produce(newMessage(key, key != "", payload), pin, b.legacy.Load()); err != nil {
-		writeNotFound(w, name)
+		status, text := produceErrorStatus(err, name)
+		writeError(w, status, text)
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// produceErrorStatus is the answer to a produce topic.produce refused: 404 for a topic
+// deleted under it, 409 for a delay child, 400 for a payload its schema refuses.
+func produceErrorStatus(err error, topic string) (int, string) {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status, se.text
+	}
+	return http.StatusNotFound, fmt.Sprintf("topic %q not found", topic)
+}
+
+// writeErr answers err with the status its kind calls for.
+func writeErr(w http.ResponseWriter, err error) {
+	var se *statusError
+	switch {
+	case errors.As(err, &se):
+		writeError(w, se.status, se.text)
+	case errors.Is(err, ErrTopicExists):
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, ErrTopicNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// maxRequestBody bounds the JSON body of the admin routes (topics, users, fan-out).
+const maxRequestBody = 1 << 20
+
+// decodeBody reads a JSON body of at most 1 MiB into v, strictly: an unknown field,
+// trailing data or a wrong type is a 400, as on a real node. Over the limit it answers
+// tooLarge (413 on the topic routes, 400 on the user and attach routes). It answers
+// the request itself and returns false when the body is refused.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, tooLarge int) bool {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return false
+	}
+	if len(raw) > maxRequestBody {
+		writeError(w, tooLarge, fmt.Sprintf("request body over %d bytes", maxRequestBody))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, http.StatusBadRequest, "invalid json: data after the body")
+		return false
+	}
+	return true
 }
 
 // parseExtend reads the extend parameter: absent, empty or "false" is an ack, "true" or
@@ -292,7 +404,7 @@ func (b *Broker) handleAck(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	name := t.spec.Name
+	name := t.name
 	if !validExtend {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("extend %q must be true, 1, 0 or false", q.Get("extend")))
 		return
@@ -374,7 +486,7 @@ func (b *Broker) handleBatchAck(w http.ResponseWriter, r *http.Request, t *topic
 	}
 	status, texts, err := t.settle(hs, skip, act, legacy)
 	if err != nil {
-		writeNotFound(w, t.spec.Name)
+		writeNotFound(w, t.name)
 		return
 	}
 	for i := range results {
@@ -385,162 +497,4 @@ func (b *Broker) handleBatchAck(w http.ResponseWriter, r *http.Request, t *topic
 	writeJSON(w, http.StatusOK, struct {
 		Results []ackResult `json:"results"`
 	}{results})
-}
-
-// topicJSON is a topic as the API describes it; PartitionStats only from topic info.
-type topicJSON struct {
-	Name                      string          `json:"name"`
-	Partitions                int             `json:"partitions"`
-	RetentionMs               int64           `json:"retention_ms"`
-	VisibilityTimeoutMs       int64           `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int             `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int             `json:"max_acked_ahead_per_partition"`
-	PartitionStats            []partitionJSON `json:"partition_stats,omitempty"`
-}
-
-type partitionJSON struct {
-	Index         int   `json:"index"`
-	OldestOffset  int64 `json:"oldest_offset"`
-	NextOffset    int64 `json:"next_offset"`
-	HighWatermark int64 `json:"high_watermark"`
-	SizeBytes     int64 `json:"size_bytes"`
-}
-
-func toTopicJSON(s TopicSpec) topicJSON {
-	return topicJSON{
-		Name: s.Name, Partitions: s.Partitions, RetentionMs: s.RetentionMs,
-		VisibilityTimeoutMs:       s.VisibilityTimeout.Milliseconds(),
-		MaxInFlightPerPartition:   s.MaxInFlightPerPartition,
-		MaxAckedAheadPerPartition: s.MaxAckedAheadPerPartition,
-	}
-}
-
-func (b *Broker) handleCreateTopic(w http.ResponseWriter, r *http.Request) {
-	b.count(OpCreateTopic)
-	u, _, ok := b.authenticate(w, r)
-	if !ok {
-		return
-	}
-	var req struct {
-		Name                      string `json:"name"`
-		Partitions                int    `json:"partitions"`
-		RetentionMs               int64  `json:"retention_ms"`
-		VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms"`
-		MaxInFlightPerPartition   int    `json:"max_in_flight_per_partition"`
-		MaxAckedAheadPerPartition int    `json:"max_acked_ahead_per_partition"`
-	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxAckBodyBytes+1))
-	if err == nil && len(raw) > MaxAckBodyBytes {
-		err = errors.New("body too large")
-	}
-	if err == nil {
-		err = json.Unmarshal(raw, &req)
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
-		return
-	}
-	if !b.permit(w, u, permCreate, req.Name) {
-		return
-	}
-	if req.VisibilityTimeoutMs < 0 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("visibility_timeout_ms %d: must be positive", req.VisibilityTimeoutMs))
-		return
-	}
-	// Past this the conversion to a Duration wraps, possibly into a lease of a few ms.
-	if maxMs := int64(math.MaxInt64 / time.Millisecond); req.VisibilityTimeoutMs > maxMs {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("visibility_timeout_ms %d: must be at most %d", req.VisibilityTimeoutMs, maxMs))
-		return
-	}
-	spec, err := b.createTopic(TopicSpec{
-		Name: req.Name, Partitions: req.Partitions, RetentionMs: req.RetentionMs,
-		VisibilityTimeout:         time.Duration(req.VisibilityTimeoutMs) * time.Millisecond,
-		MaxInFlightPerPartition:   req.MaxInFlightPerPartition,
-		MaxAckedAheadPerPartition: req.MaxAckedAheadPerPartition,
-	})
-	switch {
-	case errors.Is(err, ErrTopicExists):
-		writeError(w, http.StatusConflict, fmt.Sprintf("topic %q already exists", req.Name))
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
-	default:
-		writeJSON(w, http.StatusCreated, toTopicJSON(spec))
-	}
-}
-
-func (b *Broker) handleListTopics(w http.ResponseWriter, r *http.Request) {
-	b.count(OpListTopics)
-	if _, ok := b.authorize(w, r, permList, ""); !ok {
-		return
-	}
-	q := r.URL.Query()
-	limit := 100
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, "limit must be an integer from 1 to 1000")
-			return
-		}
-		limit = n
-	}
-	after := ""
-	if s := q.Get("page_token"); s != "" {
-		tok, err := base64.RawURLEncoding.DecodeString(s)
-		if err != nil || !validTopicName(string(tok)) {
-			writeError(w, http.StatusBadRequest, "page_token is not one this node gave out")
-			return
-		}
-		after = string(tok)
-	}
-	out := struct {
-		Topics        []topicJSON `json:"topics"`
-		NextPageToken string      `json:"next_page_token"`
-	}{Topics: []topicJSON{}}
-	for _, n := range b.topicNames() {
-		if n <= after {
-			continue
-		}
-		if len(out.Topics) == limit {
-			out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(out.Topics[limit-1].Name))
-			break
-		}
-		if t := b.topic(n); t != nil {
-			out.Topics = append(out.Topics, toTopicJSON(t.spec))
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (b *Broker) handleTopicInfo(w http.ResponseWriter, r *http.Request) {
-	t, _, ok := b.topicRequest(w, r, OpTopicInfo, permRead)
-	if !ok {
-		return
-	}
-	name := t.spec.Name
-	st, err := t.stats()
-	if err != nil {
-		writeNotFound(w, name)
-		return
-	}
-	out := toTopicJSON(st.Spec)
-	for _, p := range st.Partitions {
-		out.PartitionStats = append(out.PartitionStats, partitionJSON{
-			Index: p.Index, OldestOffset: p.OldestOffset, NextOffset: p.NextOffset,
-			HighWatermark: p.NextOffset, SizeBytes: p.SizeBytes,
-		})
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (b *Broker) handleDeleteTopic(w http.ResponseWriter, r *http.Request) {
-	b.count(OpDeleteTopic)
-	name := r.PathValue("topic")
-	if _, ok := b.authorize(w, r, permAdmin, name); !ok {
-		return
-	}
-	if err := b.DeleteTopic(name); err != nil {
-		writeNotFound(w, name)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
