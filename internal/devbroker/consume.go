@@ -31,7 +31,7 @@ func (b *Broker) handleConsume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	legacy := b.legacy.Load()
-	req, err := b.parseConsume(q, r.Header, t.spec.Partitions, legacy)
+	req, err := b.parseConsume(q, r.Header, t.partitionCount(), legacy)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -39,6 +39,9 @@ func (b *Broker) handleConsume(w http.ResponseWriter, r *http.Request) {
 	if f, hit := b.faults.decide(op); hit {
 		b.writeFault(w, f)
 		return
+	}
+	if l := t.parentLink(); l != nil && l.delay > 0 {
+		l.pump() // copies that came due since the last timer fired (a test's clock moves by hand)
 	}
 	cost := 1
 	if req.batch > 0 {
@@ -113,13 +116,13 @@ func (b *Broker) serveReplay(w http.ResponseWriter, t *topic, req consumeRequest
 	release()
 	switch {
 	case err != nil:
-		writeNotFound(w, t.spec.Name)
+		writeNotFound(w, t.name)
 	case status == http.StatusGone:
 		writeError(w, status, fmt.Sprintf("offset %d is older than the partition's retention", req.offset))
 	case status == http.StatusNoContent:
 		w.WriteHeader(status)
 	default:
-		writeBody(w, http.StatusOK, append(appendMessage(nil, t.spec.Name, req.pin, m, legacy, nil), '\n'))
+		writeBody(w, http.StatusOK, append(appendMessage(nil, t.name, req.pin, m, legacy, nil), '\n'))
 	}
 }
 
@@ -133,7 +136,7 @@ func (b *Broker) serveConsume(w http.ResponseWriter, ctx context.Context, t *top
 	release()
 	switch {
 	case err != nil:
-		writeNotFound(w, t.spec.Name)
+		writeNotFound(w, t.name)
 		return
 	case len(ds) == 0:
 		w.WriteHeader(http.StatusNoContent)
@@ -148,7 +151,7 @@ func (b *Broker) serveConsume(w http.ResponseWriter, ctx context.Context, t *top
 			body = append(body, ',')
 		}
 		h = appendHandle(h[:0], d.part, d.m.offset, d.nonce)
-		body = appendMessage(body, t.spec.Name, d.part, d.m, legacy, h)
+		body = appendMessage(body, t.name, d.part, d.m, legacy, h)
 	}
 	if req.batch > 0 {
 		body = append(body, "]}"...)
