@@ -76,8 +76,8 @@ func TestEditTopic(t *testing.T) {
 func TestEditTopicRefusals(t *testing.T) {
 	h := startTopic(t, TopicSpec{})
 	for body, want := range map[string]string{
-		`{}`: "nothing to change: give at least one of partitions, retention_ms, max_in_flight_per_partition, max_acked_ahead_per_partition or schema",
-		`{"visibility_timeout_ms":1000}`: "visibility_timeout_ms cannot be changed after the topic is created (consumers size their lease extensions on it): create a new topic instead",
+		`{}`:                                   "nothing to change: give at least one of partitions, retention_ms, max_in_flight_per_partition, max_acked_ahead_per_partition or schema",
+		`{"visibility_timeout_ms":1000}`:       "visibility_timeout_ms cannot be changed after the topic is created (consumers size their lease extensions on it): create a new topic instead",
 		`{"partitions":3}`:                     "partitions 3: must be more than the current 3 (partitions only grow)",
 		`{"partitions":2}`:                     "partitions 2: must be more than the current 3 (partitions only grow)",
 		`{"partitions":109}`:                   "partitions 109: must be at most 108",

@@ -38,9 +38,9 @@ func TestSchemaHistory(t *testing.T) {
 
 	// Refused documents.
 	for body, want := range map[string]string{
-		`{"schema":null}`:  "invalid schema: a schema cannot be removed (null)",
-		`{"schema":false}`: "invalid schema: false refuses every message; a schema is a JSON object or true",
-		`{"schema":"x"}`:   "invalid schema: a schema is a JSON object or true",
+		`{"schema":null}`:             "invalid schema: a schema cannot be removed (null)",
+		`{"schema":false}`:            "invalid schema: false refuses every message; a schema is a JSON object or true",
+		`{"schema":"x"}`:              "invalid schema: a schema is a JSON object or true",
 		`{"schema":{"type":"thing"}}`: "invalid schema: at '': type must be one of null, boolean, object, array, number, string, integer, or a list of them",
 		`{"schema":{"properties":{"a":{"required":"a"}}}}`: "invalid schema: at '/properties/a': required must be an array of strings",
 		`{"schema":{"items":[{}]}}`:                        "invalid schema: at '': items must be one schema; the array form is not supported",
