@@ -341,3 +341,85 @@ func TestFanoutAuth(t *testing.T) {
 	// Owning either topic is enough to detach.
 	wantEmpty(t, h.do("DELETE", "/v1/topics/app-a/children/app-b", nil), 204)
 }
+
+// Concurrent produces into a parent, with links changing under them: every message
+// committed while a link stands is copied once, and one key's copies keep the parent's
+// order.
+func TestFanoutConcurrent(t *testing.T) {
+	clock := newFakeClock()
+	h := start(t, Config{Now: clock.Now, Topics: []TopicSpec{
+		{Name: "p", Partitions: 7}, {Name: "now"}, {Name: "later", Partitions: 4}, {Name: "flap"},
+	}})
+	if err := h.b.Attach("p", "now", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.b.Attach("p", "later", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const producers, each = 4, 150
+	done := make(chan struct{})
+	flapped := async(func() int {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return n
+			default:
+			}
+			if err := h.b.Attach("p", "flap", 0); err != nil {
+				t.Error(err)
+				return n
+			}
+			if err := h.b.Detach("p", "flap"); err != nil {
+				t.Error(err)
+				return n
+			}
+			n++
+		}
+	})
+	var results []<-chan error
+	for g := range producers {
+		results = append(results, async(func() error {
+			for i := range each {
+				key := fmt.Sprintf("k%d", g)
+				if _, _, err := h.b.Produce("p", key, []byte(fmt.Sprint(i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	for _, r := range results {
+		if err := <-r; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	<-flapped
+	if n := h.stats("now").Messages(); n != producers*each {
+		t.Fatalf("immediate child holds %d copies, want %d", n, producers*each)
+	}
+	if n := h.stats("later").Messages(); n != 0 {
+		t.Fatalf("delay child holds %d copies before the delay", n)
+	}
+	clock.Advance(time.Minute)
+	wantEmpty(t, h.consume("later", "partition=0&offset=1000000"), 204) // a replay copies what came due
+	if n := h.stats("later").Messages(); n != producers*each {
+		t.Fatalf("delay child holds %d copies after the delay, want %d", n, producers*each)
+	}
+	// Per key, the copies are in the order the parent committed them.
+	for _, child := range []string{"now", "later"} {
+		st := h.stats(child)
+		next := map[string]int{}
+		for _, p := range st.Partitions {
+			for off := p.OldestOffset; off < p.NextOffset; off++ {
+				m := one(t, h.consume(child, fmt.Sprintf("partition=%d&offset=%d", p.Index, off)))
+				var i int
+				if err := json.Unmarshal(m.Payload, &i); err != nil || i != next[*m.Key] {
+					t.Fatalf("%s: copy %s of key %s at %d/%d, want %d", child, m.Payload, *m.Key, p.Index, off, next[*m.Key])
+				}
+				next[*m.Key]++
+			}
+		}
+	}
+}
