@@ -53,7 +53,7 @@ type account struct {
 // authenticator is the user store (the --user flags, then the /v1/users routes) and
 // the failed-login limit.
 type authenticator struct {
-	refill time.Duration // loginRefill; shorter in tests
+	now func() time.Time // the broker's clock: failed logins come back with it
 
 	mu    sync.Mutex
 	users map[string]*account
@@ -63,8 +63,9 @@ type authenticator struct {
 // newAuthenticator builds the store from the --user flags. The root admin is the first
 // user with the admin grant: like the bootstrap admin of a real node, it cannot be
 // deleted and is the only one who can grant admin.
-func newAuthenticator(users []User, now time.Time) (*authenticator, error) {
-	a := &authenticator{users: make(map[string]*account), refill: loginRefill, fails: make(map[string]*loginBucket)}
+func newAuthenticator(users []User, clock func() time.Time) (*authenticator, error) {
+	a := &authenticator{now: clock, users: make(map[string]*account), fails: make(map[string]*loginBucket)}
+	now := clock()
 	rooted := false
 	for _, u := range users {
 		if u.Name == "" || u.Password == "" || strings.Contains(u.Name, ":") {
@@ -111,7 +112,7 @@ func (a *authenticator) bucketLocked(name string, now time.Time) *loginBucket {
 		if len(a.fails) > 10000 {
 			// Guessed names must not grow the map for ever; full buckets carry nothing.
 			for n, x := range a.fails {
-				if x.tokens+now.Sub(x.at).Seconds()/a.refill.Seconds() >= loginBurst {
+				if x.tokens+now.Sub(x.at).Seconds()/loginRefill.Seconds() >= loginBurst {
 					delete(a.fails, n)
 				}
 			}
@@ -119,7 +120,7 @@ func (a *authenticator) bucketLocked(name string, now time.Time) *loginBucket {
 		b = &loginBucket{tokens: loginBurst, at: now}
 		a.fails[name] = b
 	}
-	b.tokens = min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/a.refill.Seconds())
+	b.tokens = min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/loginRefill.Seconds())
 	b.at = now
 	return b
 }
@@ -133,7 +134,7 @@ func (a *authenticator) authenticate(r *http.Request) (account, int, string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b := a.bucketLocked(name, time.Now())
+	b := a.bucketLocked(name, a.now())
 	if b.tokens < 1 {
 		return account{}, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins for user %q: try again later", name)
 	}

@@ -95,7 +95,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.limiter.held = make(map[string]int)
 	if len(cfg.Users) > 0 {
-		a, err := newAuthenticator(cfg.Users, b.now())
+		a, err := newAuthenticator(cfg.Users, b.now)
 		if err != nil {
 			return nil, err
 		}

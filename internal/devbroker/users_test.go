@@ -223,14 +223,14 @@ func TestUsersSecurityOff(t *testing.T) {
 
 // The root admin is the first --user with the admin grant; without one, no one is.
 func TestUsersRoot(t *testing.T) {
-	a, err := newAuthenticator([]User{mustUser(t, "a:p:consume:x"), mustUser(t, "b:p:admin"), mustUser(t, "c:p:admin")}, time.Now())
+	a, err := newAuthenticator([]User{mustUser(t, "a:p:consume:x"), mustUser(t, "b:p:admin"), mustUser(t, "c:p:admin")}, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.users["a"].root || !a.users["b"].root || a.users["c"].root {
 		t.Fatalf("roots: a=%v b=%v c=%v", a.users["a"].root, a.users["b"].root, a.users["c"].root)
 	}
-	a, _ = newAuthenticator([]User{mustUser(t, "a:p:consume:x")}, time.Now())
+	a, _ = newAuthenticator([]User{mustUser(t, "a:p:consume:x")}, time.Now)
 	if a.users["a"].root {
 		t.Fatal("a user without admin is root")
 	}
