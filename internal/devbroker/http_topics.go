@@ -47,7 +47,9 @@ type partitionJSON struct {
 	HighWatermark int64  `json:"high_watermark"`
 	SizeBytes     int64  `json:"size_bytes"`
 	OwnerNode     string `json:"owner_node"`
-	Status        string `json:"status"` // "ok": the owner (this node) reported
+	// Status is "ok" (the owner, this node, reported); absent in legacy mode, as on a
+	// node older than v3.1.
+	Status string `json:"status,omitempty"`
 }
 
 func (t *topic) partitionCount() int {
@@ -226,13 +228,17 @@ func (b *Broker) handleTopicInfo(w http.ResponseWriter, r *http.Request) {
 	if version > 0 {
 		out.Schema = h.current().doc
 	}
+	status := "ok"
+	if b.legacy.Load() {
+		status = ""
+	}
 	for _, p := range st.Partitions {
 		if only >= 0 && p.Index != only {
 			continue
 		}
 		out.PartitionStats = append(out.PartitionStats, partitionJSON{
 			Index: p.Index, OldestOffset: p.OldestOffset, NextOffset: p.NextOffset,
-			HighWatermark: p.NextOffset, SizeBytes: p.SizeBytes, OwnerNode: NodeID, Status: "ok",
+			HighWatermark: p.NextOffset, SizeBytes: p.SizeBytes, OwnerNode: NodeID, Status: status,
 		})
 	}
 	writeJSON(w, http.StatusOK, out)
