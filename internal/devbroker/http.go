@@ -13,6 +13,11 @@ import (
 	"time"
 )
 
+type route struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
 // routes is the API of API.md. Unknown paths and methods get the router's own plain-text
 // 404 and 405, as on a real node, so a client must cope with a non-JSON error body.
 func (b *Broker) routes() http.Handler {
@@ -21,10 +26,7 @@ func (b *Broker) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", b.handleReadyz)
 	mux.HandleFunc("GET /metrics", b.handleMetrics)
 	// One line per route; requestOp names what Requests counts them under.
-	for _, r := range []struct {
-		pattern string
-		h       http.HandlerFunc
-	}{
+	for _, r := range []route{
 		{"POST /v1/topics", b.handleCreateTopic},
 		{"GET /v1/topics", b.handleListTopics},
 		{"GET /v1/topics/{topic}", b.handleTopicInfo},
@@ -47,10 +49,7 @@ func (b *Broker) routes() http.Handler {
 	}
 	// With security off a real node has no user routes at all: its router answers 404.
 	if b.auth != nil {
-		for _, r := range []struct {
-			pattern string
-			h       http.HandlerFunc
-		}{
+		for _, r := range []route{
 			{"POST /v1/users", b.handleCreateUser},
 			{"GET /v1/users", b.handleListUsers},
 			{"GET /v1/users/{name}", b.handleGetUser},
