@@ -423,3 +423,26 @@ func TestFanoutConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// admit is what a batch produce checks each message with before storing any: the
+// delay-child rule and the schema, as a single produce of it would answer.
+func TestAdmit(t *testing.T) {
+	h := start(t, Config{Topics: []TopicSpec{{Name: "p", Schema: `{"type":"object"}`}, {Name: "c"}}})
+	if err := h.b.Attach("p", "c", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p, c := h.b.topic("p"), h.b.topic("c")
+	for _, tc := range []struct {
+		t       *topic
+		payload string
+		status  int
+	}{{p, `{}`, 0}, {p, `[]`, 400}, {p, `x`, 400}, {c, `{}`, 409}} {
+		status := 0
+		if err := tc.t.admit([]byte(tc.payload)); err != nil {
+			status, _ = produceErrorStatus(err, tc.t.name)
+		}
+		if status != tc.status {
+			t.Errorf("admit %s into %s: %d, want %d", tc.payload, tc.t.name, status, tc.status)
+		}
+	}
+}
