@@ -41,7 +41,7 @@ func newDevCmd(f *Factory) *cobra.Command {
 	fl.StringArrayVar(&opts.topics, "topic", nil, "create a topic at start: NAME[:PARTITIONS] (repeatable)")
 	fl.DurationVar(&opts.visibility, "visibility", 30*time.Second, "default visibility timeout (lease) of new topics")
 	fl.DurationVar(&opts.maxConsumeWait, "max-consume-wait", 10*time.Second, "cap on a consume's wait")
-	fl.StringArrayVar(&opts.users, "user", nil, "NAME:PASS:GRANTS, GRANTS a comma list of action:pattern or admin (repeatable; turns auth on)")
+	fl.StringArrayVar(&opts.users, "user", nil, "NAME:PASS:GRANTS, GRANTS a comma list of action:pattern or admin (repeatable; turns auth on; the first user with admin is the root admin)")
 	fl.StringArrayVar(&opts.faults, "fault", nil, "inject faults: ack=503:0.2, consume=503:0.1, extend=410:1, latency=5ms, reset=0.01 (repeatable)")
 	fl.BoolVar(&opts.legacy, "legacy", false, "behave like an older (v3.0) node, to test client fallbacks")
 	fl.BoolVarP(&opts.quiet, "quiet", "q", false, "do not log requests")

@@ -10,8 +10,10 @@ import (
 	"time"
 )
 
-// What a request needs to be allowed. permRead is topic info, which any grant on the
-// topic allows ("readable with a consume-only grant"); permList is any valid user.
+// What a request needs to be allowed. permRead is topic info, its schema and its
+// children, which any grant on the topic or owning it allows ("readable with a
+// consume-only grant"); permList is any valid user; permManage (edit, delete, fan-out
+// links) is owning the topic or admin; permAdmin is admin (users, cluster).
 type permission uint8
 
 const (
@@ -20,11 +22,12 @@ const (
 	permCreate
 	permRead
 	permList
-	permAdmin // delete
+	permManage
+	permAdmin
 )
 
 func (p permission) String() string {
-	return [...]string{"produce", "consume", "create", "read", "list", "admin"}[p]
+	return [...]string{"produce", "consume", "create", "read", "list", "manage", "admin"}[p]
 }
 
 // As a real node: 5 failed logins for one user name, then 429, with one attempt back
@@ -39,16 +42,31 @@ type loginBucket struct {
 	at     time.Time
 }
 
+// account is a user as the store holds it. The store never changes an account in
+// place (a change replaces it), so a copy handed to a request stays consistent.
+type account struct {
+	User
+	root             bool // the root admin: holds every right, the only one who grants admin
+	created, updated time.Time
+}
+
+// authenticator is the user store (the --user flags, then the /v1/users routes) and
+// the failed-login limit.
 type authenticator struct {
-	users  map[string]User
-	refill time.Duration // loginRefill; shorter in tests
+	now func() time.Time // the broker's clock: failed logins come back with it
 
 	mu    sync.Mutex
+	users map[string]*account
 	fails map[string]*loginBucket
 }
 
-func newAuthenticator(users []User) (*authenticator, error) {
-	a := &authenticator{users: make(map[string]User), refill: loginRefill, fails: make(map[string]*loginBucket)}
+// newAuthenticator builds the store from the --user flags. The root admin is the first
+// user with the admin grant: like the bootstrap admin of a real node, it cannot be
+// deleted and is the only one who can grant admin.
+func newAuthenticator(users []User, clock func() time.Time) (*authenticator, error) {
+	a := &authenticator{now: clock, users: make(map[string]*account), fails: make(map[string]*loginBucket)}
+	now := clock()
+	rooted := false
 	for _, u := range users {
 		if u.Name == "" || u.Password == "" || strings.Contains(u.Name, ":") {
 			return nil, fmt.Errorf("%w user %q: a name (without colons) and a password are required", ErrInvalid, u.Name)
@@ -69,9 +87,22 @@ func newAuthenticator(users []User) (*authenticator, error) {
 				}
 			}
 		}
-		a.users[u.Name] = u
+		acct := &account{User: u, created: now, updated: now}
+		if !rooted && u.isAdmin() {
+			acct.root, rooted = true, true
+		}
+		a.users[u.Name] = acct
 	}
 	return a, nil
+}
+
+func (u User) isAdmin() bool {
+	for _, g := range u.Grants {
+		if g.Action == "admin" {
+			return true
+		}
+	}
+	return false
 }
 
 // bucketLocked refills the bucket of name and returns it.
@@ -81,7 +112,7 @@ func (a *authenticator) bucketLocked(name string, now time.Time) *loginBucket {
 		if len(a.fails) > 10000 {
 			// Guessed names must not grow the map for ever; full buckets carry nothing.
 			for n, x := range a.fails {
-				if x.tokens+now.Sub(x.at).Seconds()/a.refill.Seconds() >= loginBurst {
+				if x.tokens+now.Sub(x.at).Seconds()/loginRefill.Seconds() >= loginBurst {
 					delete(a.fails, n)
 				}
 			}
@@ -89,31 +120,36 @@ func (a *authenticator) bucketLocked(name string, now time.Time) *loginBucket {
 		b = &loginBucket{tokens: loginBurst, at: now}
 		a.fails[name] = b
 	}
-	b.tokens = min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/a.refill.Seconds())
+	b.tokens = min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/loginRefill.Seconds())
 	b.at = now
 	return b
 }
 
-// authenticate checks Basic credentials: the user, or a status and error text.
-func (a *authenticator) authenticate(r *http.Request) (User, int, string) {
+// authenticate checks Basic credentials: a copy of the account, or a status and error
+// text.
+func (a *authenticator) authenticate(r *http.Request) (account, int, string) {
 	name, pass, ok := r.BasicAuth()
 	if !ok {
-		return User{}, http.StatusUnauthorized, "authentication required"
+		return account{}, http.StatusUnauthorized, "authentication required"
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	b := a.bucketLocked(name, time.Now())
+	b := a.bucketLocked(name, a.now())
 	if b.tokens < 1 {
-		return User{}, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins for user %q: try again later", name)
+		return account{}, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins for user %q: try again later", name)
 	}
 	u, known := a.users[name]
+	stored := ""
+	if known {
+		stored = u.Password
+	}
 	// Compare even for an unknown name, so timing does not tell which names exist.
-	good := subtle.ConstantTimeCompare([]byte(pass), []byte(u.Password)) == 1
+	good := subtle.ConstantTimeCompare([]byte(pass), []byte(stored)) == 1
 	if !known || !good {
 		b.tokens--
-		return User{}, http.StatusUnauthorized, "invalid user name or password"
+		return account{}, http.StatusUnauthorized, "invalid user name or password"
 	}
-	return u, 0, ""
+	return *u, 0, ""
 }
 
 func matchPattern(pattern, topic string) bool {
@@ -123,7 +159,7 @@ func matchPattern(pattern, topic string) bool {
 	return pattern == topic
 }
 
-// allowed reports whether u may do perm on topic.
+// allowed reports whether u's grants let it do perm on topic (ownership aside).
 func (u User) allowed(perm permission, topic string) bool {
 	if perm == permList {
 		return true
@@ -133,7 +169,7 @@ func (u User) allowed(perm permission, topic string) bool {
 			return true
 		}
 		switch perm {
-		case permAdmin:
+		case permAdmin, permManage:
 			continue
 		case permRead:
 		default:
@@ -150,6 +186,15 @@ func (u User) allowed(perm permission, topic string) bool {
 	return false
 }
 
+// mayTopic reports whether u may do perm on the topic name, which is t when it exists:
+// reading and managing a topic are also its owner's. A nil u is security off.
+func (u *account) mayTopic(perm permission, name string, t *topic) bool {
+	if u == nil || u.allowed(perm, name) {
+		return true
+	}
+	return (perm == permRead || perm == permManage) && t != nil && t.owner != "" && t.owner == u.Name
+}
+
 // authorize answers 401, 403 or 429 and returns false when the request may not go on.
 // identity is who the per-identity consume limit counts: the user, or the client's
 // address when auth is off.
@@ -160,7 +205,7 @@ func (b *Broker) authorize(w http.ResponseWriter, r *http.Request, perm permissi
 
 // authenticate is the first half of authorize, for a handler that learns the topic from
 // the body: credentials are checked before the body is read. u is nil when auth is off.
-func (b *Broker) authenticate(w http.ResponseWriter, r *http.Request) (u *User, identity string, ok bool) {
+func (b *Broker) authenticate(w http.ResponseWriter, r *http.Request) (u *account, identity string, ok bool) {
 	if b.auth == nil {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
@@ -180,17 +225,34 @@ func (b *Broker) authenticate(w http.ResponseWriter, r *http.Request) (u *User, 
 }
 
 // permit answers 403 and returns false when u may not do perm on topic.
-func (b *Broker) permit(w http.ResponseWriter, u *User, perm permission, topic string) bool {
+func (b *Broker) permit(w http.ResponseWriter, u *account, perm permission, topic string) bool {
 	if u == nil || u.allowed(perm, topic) {
 		return true
 	}
+	deny(w, u, perm, topic)
+	return false
+}
+
+// permitTopic is permit for an existing topic (or nil), whose owner may read and
+// manage it.
+func (b *Broker) permitTopic(w http.ResponseWriter, u *account, perm permission, name string, t *topic) bool {
+	if u.mayTopic(perm, name, t) {
+		return true
+	}
+	deny(w, u, perm, name)
+	return false
+}
+
+// deny answers the 403 naming what u lacks.
+func deny(w http.ResponseWriter, u *account, perm permission, topic string) {
 	what := fmt.Sprintf("a %s grant for topic %q", perm, topic)
 	switch perm {
 	case permRead:
 		what = fmt.Sprintf("a grant for topic %q", topic)
+	case permManage:
+		what = fmt.Sprintf("the admin grant and does not own topic %q", topic)
 	case permAdmin:
 		what = "the admin grant"
 	}
 	writeError(w, http.StatusForbidden, fmt.Sprintf("user %q lacks %s", u.Name, what))
-	return false
 }

@@ -18,6 +18,8 @@ import (
 var (
 	ErrTopicNotFound = errTopicNotFound
 	ErrTopicExists   = errors.New("topic already exists")
+	// ErrConflict is a refusal by a rule (fan-out, schema history), 409 on the wire.
+	ErrConflict = errors.New("conflict")
 )
 
 // Broker is an in-memory single-node Narad. It is safe for concurrent use.
@@ -26,6 +28,7 @@ type Broker struct {
 	maxWait     time.Duration
 	maxConsumes int
 	defaultVis  time.Duration
+	now         func() time.Time
 
 	mu     sync.RWMutex
 	topics map[string]*topic
@@ -73,6 +76,10 @@ func New(cfg Config) (*Broker, error) {
 		topics:      make(map[string]*topic),
 		closing:     make(chan struct{}),
 		requests:    make(map[string]*atomic.Int64),
+		now:         cfg.Now,
+	}
+	if b.now == nil {
+		b.now = time.Now
 	}
 	if err := orDefault(&b.maxWait, DefaultMaxConsumeWait, "max consume wait"); err != nil {
 		return nil, err
@@ -88,7 +95,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.limiter.held = make(map[string]int)
 	if len(cfg.Users) > 0 {
-		a, err := newAuthenticator(cfg.Users)
+		a, err := newAuthenticator(cfg.Users, b.now)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +107,8 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	for _, op := range []string{OpProduce, OpConsume, OpReplay, OpAck, OpExtend, OpNack,
-		OpCreateTopic, OpListTopics, OpTopicInfo, OpDeleteTopic} {
+		OpCreateTopic, OpListTopics, OpTopicInfo, OpDeleteTopic, OpEditTopic, OpTopicSchema,
+		OpAttachChild, OpListChildren, OpDetachChild} {
 		b.requests[op] = new(atomic.Int64)
 	}
 	for _, spec := range cfg.Topics {
@@ -202,7 +210,11 @@ func (b *Broker) Close() error {
 			if t.timer != nil {
 				t.timer.Stop()
 			}
+			children := t.children
 			t.mu.Unlock()
+			for _, l := range children {
+				l.stop()
+			}
 		}
 		b.mu.RUnlock()
 	})
@@ -263,31 +275,70 @@ func (b *Broker) SetLegacy(on bool) { b.legacy.Store(on) }
 func (b *Broker) SetReady(ready bool) { b.ready.Store(ready) }
 
 // CreateTopic creates a topic as POST /v1/topics does, with the same defaults and
-// rules. It returns an error wrapping ErrTopicExists or ErrInvalid.
+// rules. Its errors match ErrTopicExists, ErrInvalid, ErrTopicNotFound (a missing
+// parent) or ErrConflict (a fan-out rule).
 func (b *Broker) CreateTopic(spec TopicSpec) error {
-	_, err := b.createTopic(spec)
+	_, err := b.createTopic(spec, "")
 	return err
 }
 
-func (b *Broker) createTopic(spec TopicSpec) (TopicSpec, error) {
-	spec, err := spec.normalize(b.defaultVis)
-	if err != nil {
-		return spec, err
+// createTopic creates, and with spec.Parent attaches, a topic owned by owner ("" with
+// security off). If the attach is refused nothing is created.
+func (b *Broker) createTopic(spec TopicSpec, owner string) (*topic, error) {
+	var history *schemaHistory
+	if spec.Schema != "" {
+		h, err := registerSchema(nil, []byte(spec.Schema))
+		if err != nil {
+			return nil, err
+		}
+		history = h
+	}
+	if spec.Parent == "" && spec.FanoutDelayMs != 0 {
+		return nil, invalidf("fanout_delay_ms needs parent")
+	}
+	if err := checkDelay(spec.FanoutDelayMs); err != nil {
+		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.topics[spec.Name]; ok {
-		return spec, fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
+	var parent *topic
+	if spec.Parent != "" {
+		if parent = b.topics[spec.Parent]; parent == nil {
+			return nil, notFoundf("parent topic %q not found", spec.Parent)
+		}
+		if spec.Partitions == 0 {
+			spec.Partitions = parent.partitionCount()
+		}
 	}
-	b.topics[spec.Name] = newTopic(spec)
-	return spec, nil
+	spec, err := spec.normalize(b.defaultVis)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := b.topics[spec.Name]; ok {
+		return nil, &statusError{http.StatusConflict, fmt.Sprintf("topic %q already exists", spec.Name), ErrTopicExists}
+	}
+	t := newTopic(spec, owner, b.now)
+	if history != nil {
+		t.schema.Store(history)
+	}
+	if parent != nil {
+		if err := b.attachLocked(parent, t, time.Duration(spec.FanoutDelayMs)*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	b.topics[spec.Name] = t
+	return t, nil
 }
 
-// DeleteTopic deletes a topic and everything in it; its long polls answer 404.
+// DeleteTopic deletes a topic and everything in it, and its fan-out links (its children
+// stay, as standalone topics); its long polls answer 404.
 func (b *Broker) DeleteTopic(name string) error {
 	b.mu.Lock()
 	t, ok := b.topics[name]
-	delete(b.topics, name)
+	if ok {
+		delete(b.topics, name)
+		b.unlinkLocked(t)
+	}
 	b.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrTopicNotFound, name)
@@ -348,7 +399,8 @@ func (b *Broker) Stats(topicName string) (TopicStats, error) {
 // Requests is how many HTTP requests of op the broker has received (faulted and refused
 // ones included): "produce", "consume", "replay", "ack", "extend", "nack" (a batch ack
 // counts once, under its action), "create_topic", "list_topics", "topic_info",
-// "delete_topic". An unknown op is 0.
+// "delete_topic", "edit_topic", "topic_schema", "attach_child", "list_children",
+// "detach_child". An unknown op is 0.
 func (b *Broker) Requests(op string) int {
 	if c := b.requests[op]; c != nil {
 		return int(c.Load())

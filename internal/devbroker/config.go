@@ -51,6 +51,9 @@ type Config struct {
 	Faults                 []FaultRule   // from --fault flags
 	Legacy                 bool          // behave like an older (v2/v3.0) node
 	Log                    io.Writer     // optional: one line per request (method, path, status); nil = silent
+	// Now is the broker's clock: message timestamps, retention, leases, delay children,
+	// topic and user times. nil means time.Now; tests pass a clock they move by hand.
+	Now func() time.Time
 }
 
 // TopicSpec describes a topic to create. Zero fields take the node's defaults.
@@ -61,6 +64,12 @@ type TopicSpec struct {
 	RetentionMs               int64
 	MaxInFlightPerPartition   int
 	MaxAckedAheadPerPartition int
+	// Parent makes the topic a fan-out child of that existing topic, with FanoutDelayMs
+	// a delay child; Partitions then defaults to the parent's count.
+	Parent        string
+	FanoutDelayMs int64
+	// Schema is a JSON Schema document registered as version 1; "" for none.
+	Schema string
 }
 
 // User is one Basic auth identity and what it may do.

@@ -24,10 +24,15 @@ const (
 	OpReset   = "reset"   // fault rule only: drop the connection of some /v1 requests
 
 	// Request counters only.
-	OpCreateTopic = "create_topic"
-	OpListTopics  = "list_topics"
-	OpTopicInfo   = "topic_info"
-	OpDeleteTopic = "delete_topic"
+	OpCreateTopic  = "create_topic"
+	OpListTopics   = "list_topics"
+	OpTopicInfo    = "topic_info"
+	OpDeleteTopic  = "delete_topic"
+	OpEditTopic    = "edit_topic"
+	OpTopicSchema  = "topic_schema"
+	OpAttachChild  = "attach_child"
+	OpListChildren = "list_children"
+	OpDetachChild  = "detach_child"
 )
 
 var faultOps = map[string]bool{OpProduce: true, OpConsume: true, OpReplay: true, OpAck: true, OpExtend: true, OpNack: true}

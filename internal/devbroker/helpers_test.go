@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -266,4 +268,43 @@ func async[T any](f func() T) <-chan T {
 func (h *harness) waitForWaiters(n int) {
 	h.t.Helper()
 	eventually(h.t, 10*time.Second, fmt.Sprintf("%d long polls to wait", n), func() bool { return h.b.waiters.Load() >= int64(n) })
+}
+
+var (
+	topicIDRE        = regexp.MustCompile(`"id":"[0-9a-f]{16}"`)
+	topicCreatedAtRE = regexp.MustCompile(`"created_at":[0-9]+`)
+)
+
+// wantTopicBody is wantBody for a body holding topic objects, whose random id and
+// creation time are written ID and T in body.
+func wantTopicBody(t *testing.T, r resp, status int, body string) {
+	t.Helper()
+	got := topicIDRE.ReplaceAll(r.body, []byte(`"id":"ID"`))
+	got = topicCreatedAtRE.ReplaceAll(got, []byte(`"created_at":T`))
+	if r.status != status || string(got) != body {
+		t.Fatalf("want %d %q\n got %d %q", status, body, r.status, got)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q, want application/json", ct)
+	}
+}
+
+// fakeClock is a broker clock that moves only when told, for delays and times.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_790_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }

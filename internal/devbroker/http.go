@@ -1,13 +1,11 @@
 package devbroker
 
 import (
-	"context"
-	"encoding/base64"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -15,19 +13,53 @@ import (
 	"time"
 )
 
+type route struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
 // routes is the API of API.md. Unknown paths and methods get the router's own plain-text
 // 404 and 405, as on a real node, so a client must cope with a non-JSON error body.
 func (b *Broker) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", b.handleHealthz)
 	mux.HandleFunc("GET /readyz", b.handleReadyz)
-	mux.Handle("POST /v1/topics", b.v1(b.handleCreateTopic))
-	mux.Handle("GET /v1/topics", b.v1(b.handleListTopics))
-	mux.Handle("GET /v1/topics/{topic}", b.v1(b.handleTopicInfo))
-	mux.Handle("DELETE /v1/topics/{topic}", b.v1(b.handleDeleteTopic))
-	mux.Handle("POST /v1/topics/{topic}/produce", b.v1(b.handleProduce))
-	mux.Handle("GET /v1/topics/{topic}/consume", b.v1(b.handleConsume))
-	mux.Handle("POST /v1/topics/{topic}/ack", b.v1(b.handleAck))
+	mux.HandleFunc("GET /metrics", b.handleMetrics)
+	// One line per route; requestOp names what Requests counts them under.
+	for _, r := range []route{
+		{"POST /v1/topics", b.handleCreateTopic},
+		{"GET /v1/topics", b.handleListTopics},
+		{"GET /v1/topics/{topic}", b.handleTopicInfo},
+		{"PATCH /v1/topics/{topic}", b.handleEditTopic},
+		{"DELETE /v1/topics/{topic}", b.handleDeleteTopic},
+		{"GET /v1/topics/{topic}/schema", b.handleTopicSchema},
+		{"POST /v1/topics/{topic}/children", b.handleAttachChild},
+		{"GET /v1/topics/{topic}/children", b.handleListChildren},
+		{"DELETE /v1/topics/{topic}/children/{child}", b.handleDetachChild},
+		{"POST /v1/topics/{topic}/produce", b.handleProduce},
+		{"GET /v1/topics/{topic}/consume", b.handleConsume},
+		{"POST /v1/topics/{topic}/ack", b.handleAck},
+		{"GET /v1/cluster/members", b.handleMembers},
+		{"GET /v1/cluster/moves", b.handleMoves},
+		{"POST /v1/cluster/members/{id}/decommission", b.handleDecommission},
+		{"DELETE /v1/cluster/members/{id}/decommission", b.handleCancelDecommission},
+		{"POST /v1/cluster/members/{id}/forget", b.handleForget},
+	} {
+		mux.Handle(r.pattern, b.v1(r.h))
+	}
+	// With security off a real node has no user routes at all: its router answers 404.
+	if b.auth != nil {
+		for _, r := range []route{
+			{"POST /v1/users", b.handleCreateUser},
+			{"GET /v1/users", b.handleListUsers},
+			{"GET /v1/users/{name}", b.handleGetUser},
+			{"PUT /v1/users/{name}/grants", b.handleSetGrants},
+			{"PUT /v1/users/{name}/password", b.handleSetPassword},
+			{"DELETE /v1/users/{name}", b.handleDeleteUser},
+		} {
+			mux.Handle(r.pattern, b.v1(r.h))
+		}
+	}
 	if b.cfg.Log == nil {
 		return mux
 	}
@@ -81,6 +113,16 @@ func requestOp(r *http.Request) string {
 		return OpTopicInfo
 	case "DELETE /v1/topics/{topic}":
 		return OpDeleteTopic
+	case "PATCH /v1/topics/{topic}":
+		return OpEditTopic
+	case "GET /v1/topics/{topic}/schema":
+		return OpTopicSchema
+	case "POST /v1/topics/{topic}/children":
+		return OpAttachChild
+	case "GET /v1/topics/{topic}/children":
+		return OpListChildren
+	case "DELETE /v1/topics/{topic}/children/{child}":
+		return OpDetachChild
 	}
 	return ""
 }
@@ -203,16 +245,26 @@ func parsePartition(s string, n int) (int, error) {
 // topicRequest counts a request on a topic route, checks the caller's grant and finds
 // the topic, answering the request itself (401/403/404) when one of those fails.
 func (b *Broker) topicRequest(w http.ResponseWriter, r *http.Request, op string, perm permission) (t *topic, identity string, ok bool) {
+	t, _, identity, ok = b.topicRequestAs(w, r, op, perm)
+	return t, identity, ok
+}
+
+// topicRequestAs is topicRequest that also returns the caller (nil with security off).
+func (b *Broker) topicRequestAs(w http.ResponseWriter, r *http.Request, op string, perm permission) (t *topic, u *account, identity string, ok bool) {
 	b.count(op)
 	name := r.PathValue("topic")
-	if identity, ok = b.authorize(w, r, perm, name); !ok {
-		return nil, "", false
+	if u, identity, ok = b.authenticate(w, r); !ok {
+		return nil, nil, "", false
 	}
-	if t = b.topic(name); t == nil {
+	t = b.topic(name)
+	if !b.permitTopic(w, u, perm, name, t) {
+		return nil, nil, "", false
+	}
+	if t == nil {
 		writeNotFound(w, name)
-		return nil, "", false
+		return nil, nil, "", false
 	}
-	return t, identity, true
+	return t, u, identity, true
 }
 
 func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
@@ -220,11 +272,11 @@ func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	name := t.spec.Name
+	name := t.name
 	q := r.URL.Query()
 	pin := -1
 	if s := q.Get("partition"); s != "" {
-		p, err := parsePartition(s, t.spec.Partitions)
+		p, err := parsePartition(s, t.partitionCount())
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
@@ -254,174 +306,68 @@ func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
 	}
 	key := q.Get("key")
 	if _, err := t.produce(newMessage(key, key != "", payload), pin, b.legacy.Load()); err != nil {
-		writeNotFound(w, name)
+		status, text := produceErrorStatus(err, name)
+		writeError(w, status, text)
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
-func (b *Broker) handleConsume(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	replay := q.Get("offset") != ""
-	op := OpConsume
-	if replay {
-		op = OpReplay
+// produceErrorStatus is the answer to a produce topic.produce refused: 404 for a topic
+// deleted under it, 409 for a delay child, 400 for a payload its schema refuses.
+func produceErrorStatus(err error, topic string) (int, string) {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status, se.text
 	}
-	t, identity, ok := b.topicRequest(w, r, op, permConsume)
-	if !ok {
-		return
-	}
-	name := t.spec.Name
-	legacy := b.legacy.Load()
-	badRequest := func(text string) { writeError(w, http.StatusBadRequest, text) }
-
-	pin := -1
-	if s := q.Get("partition"); s != "" {
-		p, err := parsePartition(s, t.spec.Partitions)
-		if err != nil {
-			badRequest(err.Error())
-			return
-		}
-		pin = p
-	}
-	var offset int64
-	if replay {
-		if pin < 0 {
-			badRequest("offset requires partition")
-			return
-		}
-		o, err := strconv.ParseInt(q.Get("offset"), 10, 64)
-		if err != nil || o < 0 {
-			badRequest("offset must be a non-negative integer")
-			return
-		}
-		offset = o
-	}
-	batch := 0 // 0: the single-message shape
-	if s := q.Get("max"); s != "" && !legacy {
-		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil || n < 1 || n > MaxBatch:
-			badRequest(fmt.Sprintf("max must be an integer from 1 to %d", MaxBatch))
-			return
-		case replay:
-			badRequest("max cannot be combined with offset")
-			return
-		case r.Header.Values("X-Narad-Client") == nil:
-			// The header forces a CORS preflight (never approved), so a page in a
-			// browser holding cached credentials cannot reserve messages.
-			badRequest("a batch consume needs the X-Narad-Client header")
-			return
-		}
-		batch = n
-	}
-	var wait time.Duration
-	clamped := false
-	if s := q.Get("wait"); s != "" && !replay {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
-			badRequest(fmt.Sprintf("wait %q must be a duration with a unit, such as 500ms or 10s", s))
-			return
-		}
-		wait = d
-		if wait > b.maxWait {
-			wait, clamped = b.maxWait, true
-		}
-	}
-
-	if f, hit := b.faults.decide(op); hit {
-		b.writeFault(w, f)
-		return
-	}
-	cost := 1
-	if batch > 0 {
-		cost = min(batch, b.maxConsumes)
-	}
-	if !b.limiter.acquire(identity, cost, b.maxConsumes) {
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many concurrent consumes: at most %d per identity", b.maxConsumes))
-		return
-	}
-
-	if replay {
-		m, status, err := t.replay(pin, offset)
-		b.limiter.release(identity, cost)
-		switch {
-		case err != nil:
-			writeNotFound(w, name)
-		case status == http.StatusGone:
-			writeError(w, status, fmt.Sprintf("offset %d is older than the partition's retention", offset))
-		case status == http.StatusNoContent:
-			w.WriteHeader(status)
-		default:
-			writeBody(w, http.StatusOK, append(appendMessage(nil, name, pin, m, legacy, nil), '\n'))
-		}
-		return
-	}
-
-	if clamped && !legacy {
-		w.Header().Set("X-Narad-Wait-Clamped", b.maxWait.String())
-	}
-	ds, err := b.await(r.Context(), t, pin, max(batch, 1), wait)
-	// Released before answering, so that a client's next consume never finds its own
-	// previous one still counted.
-	b.limiter.release(identity, cost)
-	switch {
-	case err != nil:
-		writeNotFound(w, name)
-		return
-	case len(ds) == 0:
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	var body, h []byte
-	if batch > 0 {
-		body = append(body, `{"messages":[`...)
-	}
-	for i, d := range ds {
-		if i > 0 {
-			body = append(body, ',')
-		}
-		h = appendHandle(h[:0], d.part, d.m.offset, d.nonce)
-		body = appendMessage(body, name, d.part, d.m, legacy, h)
-	}
-	if batch > 0 {
-		body = append(body, "]}"...)
-	}
-	writeBody(w, http.StatusOK, append(body, '\n'))
+	return http.StatusNotFound, fmt.Sprintf("topic %q not found", topic)
 }
 
-// await takes up to n messages, long-polling up to wait. No lock is held while it waits:
-// it sleeps on the topic's notification channel, which a produce, a nack, an ack or a
-// lease expiry closes.
-func (b *Broker) await(ctx context.Context, t *topic, pin, n int, wait time.Duration) ([]delivery, error) {
-	deadline := time.Now().Add(wait)
-	var timer *time.Timer
-	for {
-		ds, notify, err := t.take(pin, n)
-		if err != nil || len(ds) > 0 {
-			return ds, err
-		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			return nil, nil
-		}
-		if timer == nil {
-			timer = time.NewTimer(remaining)
-			defer timer.Stop()
-		}
-		b.waiters.Add(1)
-		select {
-		case <-notify:
-		case <-timer.C: // one last look, then 204
-		case <-ctx.Done():
-			b.waiters.Add(-1)
-			return nil, nil
-		case <-b.closing:
-			b.waiters.Add(-1)
-			return nil, nil
-		}
-		b.waiters.Add(-1)
+// writeErr answers err with the status its kind calls for.
+func writeErr(w http.ResponseWriter, err error) {
+	var se *statusError
+	switch {
+	case errors.As(err, &se):
+		writeError(w, se.status, se.text)
+	case errors.Is(err, ErrTopicExists):
+		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, ErrTopicNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
 	}
+}
+
+// maxRequestBody bounds the JSON body of the admin routes (topics, users, fan-out).
+const maxRequestBody = 1 << 20
+
+// decodeBody reads a JSON body of at most 1 MiB into v, strictly: an unknown field,
+// trailing data or a wrong type is a 400, as on a real node. Over the limit it answers
+// tooLarge (413 on the topic routes, 400 on the user and attach routes). It answers
+// the request itself and returns false when the body is refused.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, tooLarge int) bool {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return false
+	}
+	if len(raw) > maxRequestBody {
+		writeError(w, tooLarge, fmt.Sprintf("request body over %d bytes", maxRequestBody))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, http.StatusBadRequest, "invalid json: data after the body")
+		return false
+	}
+	return true
 }
 
 // parseExtend reads the extend parameter: absent, empty or "false" is an ack, "true" or
@@ -457,7 +403,7 @@ func (b *Broker) handleAck(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	name := t.spec.Name
+	name := t.name
 	if !validExtend {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("extend %q must be true, 1, 0 or false", q.Get("extend")))
 		return
@@ -539,7 +485,7 @@ func (b *Broker) handleBatchAck(w http.ResponseWriter, r *http.Request, t *topic
 	}
 	status, texts, err := t.settle(hs, skip, act, legacy)
 	if err != nil {
-		writeNotFound(w, t.spec.Name)
+		writeNotFound(w, t.name)
 		return
 	}
 	for i := range results {
@@ -550,162 +496,4 @@ func (b *Broker) handleBatchAck(w http.ResponseWriter, r *http.Request, t *topic
 	writeJSON(w, http.StatusOK, struct {
 		Results []ackResult `json:"results"`
 	}{results})
-}
-
-// topicJSON is a topic as the API describes it; PartitionStats only from topic info.
-type topicJSON struct {
-	Name                      string          `json:"name"`
-	Partitions                int             `json:"partitions"`
-	RetentionMs               int64           `json:"retention_ms"`
-	VisibilityTimeoutMs       int64           `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int             `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int             `json:"max_acked_ahead_per_partition"`
-	PartitionStats            []partitionJSON `json:"partition_stats,omitempty"`
-}
-
-type partitionJSON struct {
-	Index         int   `json:"index"`
-	OldestOffset  int64 `json:"oldest_offset"`
-	NextOffset    int64 `json:"next_offset"`
-	HighWatermark int64 `json:"high_watermark"`
-	SizeBytes     int64 `json:"size_bytes"`
-}
-
-func toTopicJSON(s TopicSpec) topicJSON {
-	return topicJSON{
-		Name: s.Name, Partitions: s.Partitions, RetentionMs: s.RetentionMs,
-		VisibilityTimeoutMs:       s.VisibilityTimeout.Milliseconds(),
-		MaxInFlightPerPartition:   s.MaxInFlightPerPartition,
-		MaxAckedAheadPerPartition: s.MaxAckedAheadPerPartition,
-	}
-}
-
-func (b *Broker) handleCreateTopic(w http.ResponseWriter, r *http.Request) {
-	b.count(OpCreateTopic)
-	u, _, ok := b.authenticate(w, r)
-	if !ok {
-		return
-	}
-	var req struct {
-		Name                      string `json:"name"`
-		Partitions                int    `json:"partitions"`
-		RetentionMs               int64  `json:"retention_ms"`
-		VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms"`
-		MaxInFlightPerPartition   int    `json:"max_in_flight_per_partition"`
-		MaxAckedAheadPerPartition int    `json:"max_acked_ahead_per_partition"`
-	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxAckBodyBytes+1))
-	if err == nil && len(raw) > MaxAckBodyBytes {
-		err = errors.New("body too large")
-	}
-	if err == nil {
-		err = json.Unmarshal(raw, &req)
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
-		return
-	}
-	if !b.permit(w, u, permCreate, req.Name) {
-		return
-	}
-	if req.VisibilityTimeoutMs < 0 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("visibility_timeout_ms %d: must be positive", req.VisibilityTimeoutMs))
-		return
-	}
-	// Past this the conversion to a Duration wraps, possibly into a lease of a few ms.
-	if maxMs := int64(math.MaxInt64 / time.Millisecond); req.VisibilityTimeoutMs > maxMs {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("visibility_timeout_ms %d: must be at most %d", req.VisibilityTimeoutMs, maxMs))
-		return
-	}
-	spec, err := b.createTopic(TopicSpec{
-		Name: req.Name, Partitions: req.Partitions, RetentionMs: req.RetentionMs,
-		VisibilityTimeout:         time.Duration(req.VisibilityTimeoutMs) * time.Millisecond,
-		MaxInFlightPerPartition:   req.MaxInFlightPerPartition,
-		MaxAckedAheadPerPartition: req.MaxAckedAheadPerPartition,
-	})
-	switch {
-	case errors.Is(err, ErrTopicExists):
-		writeError(w, http.StatusConflict, fmt.Sprintf("topic %q already exists", req.Name))
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
-	default:
-		writeJSON(w, http.StatusCreated, toTopicJSON(spec))
-	}
-}
-
-func (b *Broker) handleListTopics(w http.ResponseWriter, r *http.Request) {
-	b.count(OpListTopics)
-	if _, ok := b.authorize(w, r, permList, ""); !ok {
-		return
-	}
-	q := r.URL.Query()
-	limit := 100
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, "limit must be an integer from 1 to 1000")
-			return
-		}
-		limit = n
-	}
-	after := ""
-	if s := q.Get("page_token"); s != "" {
-		tok, err := base64.RawURLEncoding.DecodeString(s)
-		if err != nil || !validTopicName(string(tok)) {
-			writeError(w, http.StatusBadRequest, "page_token is not one this node gave out")
-			return
-		}
-		after = string(tok)
-	}
-	out := struct {
-		Topics        []topicJSON `json:"topics"`
-		NextPageToken string      `json:"next_page_token"`
-	}{Topics: []topicJSON{}}
-	for _, n := range b.topicNames() {
-		if n <= after {
-			continue
-		}
-		if len(out.Topics) == limit {
-			out.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(out.Topics[limit-1].Name))
-			break
-		}
-		if t := b.topic(n); t != nil {
-			out.Topics = append(out.Topics, toTopicJSON(t.spec))
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (b *Broker) handleTopicInfo(w http.ResponseWriter, r *http.Request) {
-	t, _, ok := b.topicRequest(w, r, OpTopicInfo, permRead)
-	if !ok {
-		return
-	}
-	name := t.spec.Name
-	st, err := t.stats()
-	if err != nil {
-		writeNotFound(w, name)
-		return
-	}
-	out := toTopicJSON(st.Spec)
-	for _, p := range st.Partitions {
-		out.PartitionStats = append(out.PartitionStats, partitionJSON{
-			Index: p.Index, OldestOffset: p.OldestOffset, NextOffset: p.NextOffset,
-			HighWatermark: p.NextOffset, SizeBytes: p.SizeBytes,
-		})
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (b *Broker) handleDeleteTopic(w http.ResponseWriter, r *http.Request) {
-	b.count(OpDeleteTopic)
-	name := r.PathValue("topic")
-	if _, ok := b.authorize(w, r, permAdmin, name); !ok {
-		return
-	}
-	if err := b.DeleteTopic(name); err != nil {
-		writeNotFound(w, name)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }

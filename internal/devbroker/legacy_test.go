@@ -119,3 +119,12 @@ func TestLegacyAckedAheadRefused(t *testing.T) {
 		t.Fatalf("after the retry: %+v", st)
 	}
 }
+
+// An older node's partition statistics have no status (v3.1 added it).
+func TestLegacyPartitionStatsHaveNoStatus(t *testing.T) {
+	h := start(t, Config{Legacy: true, Topics: []TopicSpec{{Name: "orders"}}})
+	r := h.do("GET", "/v1/topics/orders", nil)
+	if r.status != 200 || strings.Contains(string(r.body), `"status"`) || !strings.Contains(string(r.body), `"owner_node":"narad-0"}`) {
+		t.Fatalf("legacy info: %v", r)
+	}
+}

@@ -9,11 +9,16 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// errTopicNotFound is what an operation on a deleted topic finds.
-var errTopicNotFound = errors.New("topic not found")
+// errTopicNotFound is what an operation on a deleted topic finds; errDelayedChild a
+// produce straight into a delay child, which only its parent feeds (409).
+var (
+	errTopicNotFound = errors.New("topic not found")
+	errDelayedChild  = conflictf("direct produce to a delayed child topic is not allowed")
+)
 
 const (
 	textGone      = "receipt handle no longer matches an active reservation"
@@ -86,6 +91,7 @@ type partition struct {
 	// ackedAhead counts acked messages above floor: the acks a partition holds past the
 	// oldest unacked message, which max_acked_ahead_per_partition bounds.
 	ackedAhead int
+	delivered  int64 // messages handed to consumers, redeliveries included (for /metrics)
 }
 
 func (p *partition) next() int64 { return p.base + int64(len(p.msgs)) }
@@ -174,9 +180,19 @@ type delivery struct {
 }
 
 type topic struct {
-	spec TopicSpec // normalized; never changes
+	// Fixed at creation, so read without the lock.
+	name    string
+	id      string // the incarnation: a topic created again under a name gets a new one
+	owner   string // the user who created it; "" with security off
+	created time.Time
+	now     func() time.Time // the broker's clock
+
+	// schema is the topic's schema history, nil without one. Histories are never
+	// changed in place, so a produce validates against one without the lock.
+	schema atomic.Pointer[schemaHistory]
 
 	mu        sync.Mutex
+	spec      TopicSpec // normalized; PATCH changes it, so read it under mu
 	parts     []*partition
 	produceRR int
 	consumeRR int
@@ -196,12 +212,21 @@ type topic struct {
 	// saves the allocation while nobody waits.
 	notify     chan struct{}
 	notifyUsed bool
+
+	// Fan-out: the links to this topic's children in attach order, and the link to its
+	// parent when it is a child (a topic is never both).
+	children []*link
+	up       *link
 }
 
-func newTopic(spec TopicSpec) *topic {
+func newTopic(spec TopicSpec, owner string, now func() time.Time) *topic {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails on a supported platform
-	t := &topic{spec: spec, rng: rand.NewChaCha8(seed), notify: make(chan struct{})}
+	t := &topic{
+		name: spec.Name, owner: owner, now: now, created: now(),
+		spec: spec, rng: rand.NewChaCha8(seed), notify: make(chan struct{}),
+	}
+	t.id = strconv.FormatUint(t.rng.Uint64()|1<<63, 16) // always 16 hex digits
 	t.parts = make([]*partition, spec.Partitions)
 	for i := range t.parts {
 		t.parts[i] = &partition{index: i}
@@ -209,13 +234,15 @@ func newTopic(spec TopicSpec) *topic {
 	return t
 }
 
-func (t *topic) retention() time.Duration {
+func (t *topic) retention() time.Duration { return retentionOf(t.spec.RetentionMs) }
+
+func retentionOf(ms int64) time.Duration {
 	// A retention past what a Duration holds (about 292 years) would wrap negative and
 	// drop every message at once; it is as good as forever.
-	if t.spec.RetentionMs > int64(math.MaxInt64/time.Millisecond) {
+	if ms > int64(math.MaxInt64/time.Millisecond) {
 		return math.MaxInt64
 	}
-	return time.Duration(t.spec.RetentionMs) * time.Millisecond
+	return time.Duration(ms) * time.Millisecond
 }
 
 // PartitionForKey is the partition a keyed message goes to: FNV-1a (32-bit) of the key,
@@ -235,12 +262,24 @@ func (t *topic) wakeLocked() {
 }
 
 // produce appends m (payload, key and kind filled in) to a partition: pin when >= 0, else
-// by key, else round robin. It returns the partition and fills in m's offset.
+// by key, else round robin. It returns the partition and fills in m's offset. It
+// refuses a delay child (errDelayedChild, 409) and a payload the topic's schema refuses
+// (400), and copies the message into the topic's immediate children before it
+// returns, so that a 202 means the copies are there too.
 func (t *topic) produce(m *message, pin int, legacy bool) (int, error) {
+	if h := t.schema.Load(); h != nil {
+		if err := h.validate(t.name, m.payload); err != nil {
+			return 0, err
+		}
+	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.deleted {
+		t.mu.Unlock()
 		return 0, errTopicNotFound
+	}
+	if t.up != nil && t.up.delay > 0 {
+		t.mu.Unlock()
+		return 0, errDelayedChild
 	}
 	part := pin
 	switch {
@@ -257,8 +296,34 @@ func (t *topic) produce(m *message, pin int, legacy bool) (int, error) {
 		m.key, m.hasKey = "key-"+strconv.FormatInt(t.keySeq, 10), true
 		m.encSize += len(m.key) + 10
 	}
-	now := time.Now()
-	p := t.parts[part]
+	t.appendLocked(t.parts[part], m, t.now())
+	t.wakeLocked()
+	children := t.children
+	t.mu.Unlock()
+	for _, l := range children {
+		l.pump()
+	}
+	return part, nil
+}
+
+// admit checks a payload against what the topic takes before anything is stored: the
+// delay-child rule and the current schema (validated without the lock). A batch
+// produce checks every message with it before storing any.
+func (t *topic) admit(payload []byte) error {
+	t.mu.Lock()
+	delayed := t.up != nil && t.up.delay > 0
+	t.mu.Unlock()
+	if delayed {
+		return errDelayedChild
+	}
+	if h := t.schema.Load(); h != nil {
+		return h.validate(t.name, payload)
+	}
+	return nil
+}
+
+// appendLocked stores m at the tail of p, committed now.
+func (t *topic) appendLocked(p *partition, m *message, now time.Time) {
 	p.trim(now, t.retention())
 	m.offset = p.next()
 	m.produced = now
@@ -266,8 +331,6 @@ func (t *topic) produce(m *message, pin int, legacy bool) (int, error) {
 	p.msgs = append(p.msgs, m)
 	p.size += int64(len(m.payload) + len(m.key))
 	heap.Push(&p.ready, m)
-	t.wakeLocked()
-	return part, nil
 }
 
 // take leases up to max messages (from partition pin when >= 0) and, when there are
@@ -279,7 +342,7 @@ func (t *topic) take(pin, max int) ([]delivery, <-chan struct{}, error) {
 	if t.deleted {
 		return nil, nil, errTopicNotFound
 	}
-	now := time.Now()
+	now := t.now()
 	t.expireLocked(now)
 	parts := t.parts
 	if pin >= 0 {
@@ -302,7 +365,7 @@ func (t *topic) take(pin, max int) ([]delivery, <-chan struct{}, error) {
 			}
 			// The first message always goes; later ones stop the batch at about 4 MiB
 			// and never take it past 8 MiB.
-			size := m.encSize + len(t.spec.Name)
+			size := m.encSize + len(t.name)
 			if len(out) > 0 && (total >= batchSoftBytes || total+size > batchHardBytes-len(`{"messages":[]}`+"\n")) {
 				return out, nil, nil
 			}
@@ -311,6 +374,7 @@ func (t *topic) take(pin, max int) ([]delivery, <-chan struct{}, error) {
 			m.nonce = t.rng.Uint64()
 			m.deadline = now.Add(t.spec.VisibilityTimeout)
 			p.inFlight++
+			p.delivered++
 			t.pushLeaseLocked(lease{deadline: m.deadline, part: p.index, offset: m.offset, nonce: m.nonce}, now)
 			out = append(out, delivery{m: m, part: p.index, nonce: m.nonce})
 			total += size
@@ -345,7 +409,7 @@ func (t *topic) settle(hs []handle, skip []bool, act action, legacy bool) ([]int
 	if t.deleted {
 		return nil, nil, errTopicNotFound
 	}
-	now := time.Now()
+	now := t.now()
 	t.expireLocked(now)
 	status := make([]int, len(hs))
 	texts := make([]string, len(hs))
@@ -426,7 +490,7 @@ func (t *topic) onTimer() {
 	if t.deleted {
 		return
 	}
-	now := time.Now()
+	now := t.now()
 	t.expireLocked(now)
 	t.armLocked(now)
 }
@@ -472,7 +536,7 @@ func (t *topic) replay(part int, off int64) (*message, int, error) {
 		return nil, 0, errTopicNotFound
 	}
 	p := t.parts[part]
-	p.trim(time.Now(), t.retention())
+	p.trim(t.now(), t.retention())
 	switch {
 	case off >= p.next():
 		return nil, 204, nil
@@ -529,7 +593,7 @@ func (t *topic) stats() (TopicStats, error) {
 	if t.deleted {
 		return TopicStats{}, errTopicNotFound
 	}
-	now := time.Now()
+	now := t.now()
 	t.expireLocked(now)
 	st := TopicStats{Spec: t.spec, Partitions: make([]PartitionStats, len(t.parts))}
 	for i, p := range t.parts {

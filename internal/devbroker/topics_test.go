@@ -8,14 +8,21 @@ import (
 	"time"
 )
 
-const defaultTopicJSON = `{"name":"orders","partitions":3,"retention_ms":604800000,"visibility_timeout_ms":30000,` +
-	`"max_in_flight_per_partition":1024,"max_acked_ahead_per_partition":1024}` + "\n"
+// defaultTopicJSON is a new topic with the defaults, as a create answers it (the id and
+// creation time as wantTopicBody writes them); topicInList as a list or info shows it.
+const defaultTopicJSON = `{"name":"orders","id":"ID","partitions":3,"retention_ms":604800000,"visibility_timeout_ms":30000,` +
+	`"max_in_flight_per_partition":1024,"max_acked_ahead_per_partition":1024,"created_at":T}` + "\n"
+
+func topicInList(name string) string {
+	return `{"name":"` + name + `","id":"ID","partitions":3,"retention_ms":604800000,"visibility_timeout_ms":30000,` +
+		`"max_in_flight_per_partition":1024,"max_acked_ahead_per_partition":1024,"created_at":T,"role":"standalone"}`
+}
 
 // Point 1: create with defaults, 201 and the topic.
 func TestCreateTopicDefaults(t *testing.T) {
 	h := start(t, Config{})
 	r := h.do("POST", "/v1/topics", []byte(`{"name":"orders"}`), "Content-Type", "application/json")
-	wantBody(t, r, 201, defaultTopicJSON)
+	wantTopicBody(t, r, 201, defaultTopicJSON)
 	st := h.stats("orders")
 	if len(st.Partitions) != 3 || st.Spec.VisibilityTimeout != 30*time.Second {
 		t.Fatalf("stats %+v", st)
@@ -26,8 +33,8 @@ func TestCreateTopicSettings(t *testing.T) {
 	h := start(t, Config{DefaultVisibility: 2 * time.Second})
 	r := h.do("POST", "/v1/topics", []byte(`{"name":"a.b-c_D9","partitions":108,"retention_ms":60000,`+
 		`"visibility_timeout_ms":1500,"max_in_flight_per_partition":7,"max_acked_ahead_per_partition":9}`))
-	wantBody(t, r, 201, `{"name":"a.b-c_D9","partitions":108,"retention_ms":60000,"visibility_timeout_ms":1500,`+
-		`"max_in_flight_per_partition":7,"max_acked_ahead_per_partition":9}`+"\n")
+	wantTopicBody(t, r, 201, `{"name":"a.b-c_D9","id":"ID","partitions":108,"retention_ms":60000,"visibility_timeout_ms":1500,`+
+		`"max_in_flight_per_partition":7,"max_acked_ahead_per_partition":9,"created_at":T}`+"\n")
 	// Config.DefaultVisibility is the default of a topic that names none.
 	r = h.do("POST", "/v1/topics", []byte(`{"name":"b"}`))
 	if r.status != 201 || !strings.Contains(string(r.body), `"visibility_timeout_ms":2000,`) {
@@ -106,13 +113,16 @@ func TestListTopics(t *testing.T) {
 	if strings.Join(all, ",") != "a,b,c,d,e" || pages != 3 {
 		t.Fatalf("paged list %v in %d pages", all, pages)
 	}
-	r := h.do("GET", "/v1/topics", nil)
-	if want := `{"name":"a","partitions":3,"retention_ms":604800000,"visibility_timeout_ms":30000,` +
-		`"max_in_flight_per_partition":1024,"max_acked_ahead_per_partition":1024}`; !strings.HasPrefix(string(r.body), `{"topics":[`+want+`,`) {
-		t.Fatalf("list body %s", r.body)
-	}
-	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "page_token=%21%21"} {
+	wantTopicBody(t, h.do("GET", "/v1/topics?limit=1", nil), 200, `{"topics":[`+topicInList("a")+`],"next_page_token":"a"}`+"\n")
+	wantTopicBody(t, h.do("GET", "/v1/topics?limit=1&page_token=d", nil), 200, `{"topics":[`+topicInList("e")+`],"next_page_token":""}`+"\n")
+	// The token is the last name of the page: one that names no topic still pages on.
+	wantTopicBody(t, h.do("GET", "/v1/topics?limit=1&page_token=bb", nil), 200, `{"topics":[`+topicInList("c")+`],"next_page_token":"c"}`+"\n")
+	for _, q := range []string{"limit=0", "limit=-1", "limit=x", "page_token=%21%21"} {
 		wantErrorPrefix(t, h.do("GET", "/v1/topics?"+q, nil), 400, "")
+	}
+	// A limit above 1000 is treated as 1000, as on a real node.
+	if r := h.do("GET", "/v1/topics?limit=5000", nil); r.status != 200 || !strings.Contains(string(r.body), `"next_page_token":""`) {
+		t.Fatalf("limit=5000: %v", r)
 	}
 }
 
@@ -123,10 +133,15 @@ func TestTopicInfo(t *testing.T) {
 	h.mustProduce("orders", "partition=1", `{"a":1}`)
 	h.mustProduce("orders", "partition=2&key=k1", "xyz")
 	r := h.do("GET", "/v1/topics/orders", nil)
-	wantBody(t, r, 200, strings.TrimSuffix(defaultTopicJSON, "}\n")+`,"partition_stats":[`+
-		`{"index":0,"oldest_offset":0,"next_offset":0,"high_watermark":0,"size_bytes":0},`+
-		`{"index":1,"oldest_offset":0,"next_offset":2,"high_watermark":2,"size_bytes":12},`+
-		`{"index":2,"oldest_offset":0,"next_offset":1,"high_watermark":1,"size_bytes":5}]}`+"\n")
+	wantTopicBody(t, r, 200, strings.TrimSuffix(topicInList("orders"), "}")+`,"schema_version":0,"partition_stats":[`+
+		`{"index":0,"oldest_offset":0,"next_offset":0,"high_watermark":0,"size_bytes":0,"owner_node":"narad-0","status":"ok"},`+
+		`{"index":1,"oldest_offset":0,"next_offset":2,"high_watermark":2,"size_bytes":12,"owner_node":"narad-0","status":"ok"},`+
+		`{"index":2,"oldest_offset":0,"next_offset":1,"high_watermark":1,"size_bytes":5,"owner_node":"narad-0","status":"ok"}]}`+"\n")
+	// ?partition= narrows the statistics to one partition.
+	wantTopicBody(t, h.do("GET", "/v1/topics/orders?partition=2", nil), 200, strings.TrimSuffix(topicInList("orders"), "}")+
+		`,"schema_version":0,"partition_stats":[`+
+		`{"index":2,"oldest_offset":0,"next_offset":1,"high_watermark":1,"size_bytes":5,"owner_node":"narad-0","status":"ok"}]}`+"\n")
+	wantError(t, h.do("GET", "/v1/topics/orders?partition=3", nil), 400, "partition must be an integer from 0 to 2")
 	wantError(t, h.do("GET", "/v1/topics/nope", nil), 404, `topic "nope" not found`)
 }
 
@@ -166,7 +181,7 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("replay of offset 1: %+v", m)
 	}
 	r := h.do("GET", "/v1/topics/orders", nil)
-	if !strings.Contains(string(r.body), `{"index":0,"oldest_offset":1,"next_offset":2,"high_watermark":2,"size_bytes":3}`) {
+	if !strings.Contains(string(r.body), `{"index":0,"oldest_offset":1,"next_offset":2,"high_watermark":2,"size_bytes":3,`) {
 		t.Fatalf("info after retention: %s", r.body)
 	}
 	// The dropped message is not handed out either.
@@ -274,5 +289,40 @@ func TestCreateTopicVisibilityOverflow(t *testing.T) {
 	r := h.do("POST", "/v1/topics", []byte(`{"name":"orders","visibility_timeout_ms":9223372036854}`))
 	if r.status != 201 || !strings.Contains(string(r.body), `"visibility_timeout_ms":9223372036854,`) {
 		t.Fatalf("the longest visibility: %v", r)
+	}
+}
+
+// A page is cut before the topics the caller cannot read are removed, so a page can be
+// empty while next_page_token is set: a client must follow the token.
+func TestListTopicsFollowsTokenPastUnreadablePages(t *testing.T) {
+	h := start(t, Config{
+		Topics: []TopicSpec{{Name: "a"}, {Name: "b"}, {Name: "z1"}, {Name: "z2"}},
+		Users:  []User{mustUser(t, "app:pw:consume:z*")},
+	})
+	h.user, h.pass = "app", "pw"
+	var pages []string
+	token := ""
+	for {
+		r := h.do("GET", "/v1/topics?limit=1&page_token="+token, nil)
+		var page struct {
+			Topics []struct {
+				Name string `json:"name"`
+			} `json:"topics"`
+			NextPageToken string `json:"next_page_token"`
+		}
+		if r.status != 200 || json.Unmarshal(r.body, &page) != nil {
+			t.Fatalf("list: %v", r)
+		}
+		names := []string{}
+		for _, tp := range page.Topics {
+			names = append(names, tp.Name)
+		}
+		pages = append(pages, "["+strings.Join(names, ",")+"]")
+		if token = page.NextPageToken; token == "" {
+			break
+		}
+	}
+	if got := strings.Join(pages, " "); got != "[] [] [z1] [z2]" {
+		t.Fatalf("pages %s", got)
 	}
 }
