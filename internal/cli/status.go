@@ -28,7 +28,7 @@ type TopicStatus struct {
 	Name       string `json:"name"`
 	Partitions int    `json:"partitions"`
 	// Retained is messages retained (high watermark minus oldest offset, summed).
-	Retained int64 `json:"messages_retained"`
+	Retained  int64 `json:"messages_retained"`
 	SizeBytes int64 `json:"size_bytes"`
 	// InFlight and Lag come from the node's /metrics; nil when it does not expose them
 	// to this user.
