@@ -19,20 +19,27 @@ import (
 func newTopicCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "List, inspect, create and delete topics",
-		Args:  exactArgs(0, "a subcommand: ls, info, create or delete"),
+		Short: "List, inspect, create, edit and delete topics; manage fan-out children",
+		Args:  exactArgs(0, "a subcommand: "+topicSubcommands),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("narad topic needs a subcommand: ls, info, create or delete (see narad topic --help)")
+			return usageErrorf("narad topic needs a subcommand: %s (see narad topic --help)", topicSubcommands)
 		},
 	}
 	cmd.AddCommand(
 		topicLsCmd(f, topicLsRun),
 		topicInfoCmd(f, topicInfoRun),
 		topicCreateCmd(f, topicCreateRun),
+		topicEditCmd(f, topicEditRun),
 		topicDeleteCmd(f, topicDeleteRun),
+		topicAttachCmd(f, topicAttachRun),
+		topicDetachCmd(f, topicDetachRun),
+		topicChildrenCmd(f, topicChildrenRun),
+		topicSchemaCmd(f, topicSchemaRun),
 	)
 	return cmd
 }
+
+const topicSubcommands = "ls, info, create, edit, delete, attach, detach, children or schema"
 
 // outputFlag adds -o text|json; check validates it.
 func addTextJSONFlag(cmd *cobra.Command, p *string) {
@@ -167,24 +174,63 @@ func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
 		}
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
+	// Owner and status are v3.1's; an older node's table goes without the columns.
+	placed := false
+	for _, p := range t.PartitionStats {
+		placed = placed || p.Owner != "" || p.Status != ""
+	}
+	headers := []string{"PARTITION", "OLDEST", "NEXT", "HIGH WATERMARK", "SIZE"}
+	if placed {
+		headers = append(headers, "OWNER", "STATUS")
+	}
 	rows := make([][]string, 0, len(t.PartitionStats))
 	for _, p := range t.PartitionStats {
-		rows = append(rows, []string{strconv.Itoa(p.Index), strconv.FormatInt(p.OldestOffset, 10),
-			strconv.FormatInt(p.NextOffset, 10), strconv.FormatInt(p.HighWatermark, 10), formatBytes(p.SizeBytes)})
+		row := []string{strconv.Itoa(p.Index), strconv.FormatInt(p.OldestOffset, 10),
+			strconv.FormatInt(p.NextOffset, 10), strconv.FormatInt(p.HighWatermark, 10), formatBytes(p.SizeBytes)}
+		if placed {
+			row = append(row, orDash(p.Owner), orDash(p.Status))
+		}
+		rows = append(rows, row)
 	}
-	return printTable(f, []string{"PARTITION", "OLDEST", "NEXT", "HIGH WATERMARK", "SIZE"}, rows)
+	if t.Partial {
+		fmt.Fprintln(f.IO.ErrOut, "narad: warning: a partition owner did not answer; its row holds placeholders")
+	}
+	return printTable(f, headers, rows)
 }
 
 func writeTopicSettings(w io.Writer, t *client.Topic) error {
-	_, err := fmt.Fprintf(w, "name:             %s\n"+
+	var b strings.Builder
+	fmt.Fprintf(&b, "name:             %s\n"+
 		"partitions:       %d\n"+
 		"visibility:       %s\n"+
 		"retention:        %s\n"+
 		"max in flight:    %d per partition\n"+
-		"max acked ahead:  %d per partition\n\n",
+		"max acked ahead:  %d per partition\n",
 		render.Escape(t.Name), t.Partitions, formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs),
 		t.MaxInFlightPerPartition, t.MaxAckedAheadPerPartition)
+	if t.SchemaVersion > 0 {
+		fmt.Fprintf(&b, "schema:           version %d (narad topic schema %s)\n", t.SchemaVersion, render.Escape(t.Name))
+	}
+	if t.Parent != "" {
+		fmt.Fprintf(&b, "parent:           %s\n", render.Escape(t.Parent))
+		if t.FanoutDelayMs > 0 {
+			fmt.Fprintf(&b, "delay:            %s after the parent's commit\n", formatMillis(t.FanoutDelayMs))
+		}
+	}
+	if len(t.Children) > 0 {
+		fmt.Fprintf(&b, "children:         %s\n", render.Escape(strings.Join(t.Children, ", ")))
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// orDash is s, or "-" for a table cell the node left empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // --- topic create ---
@@ -196,15 +242,17 @@ type topicCreateOptions struct {
 
 func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *cobra.Command {
 	opts := &topicCreateOptions{}
-	var visibility, retention string
+	var visibility, retention, delay string
 	cmd := &cobra.Command{
 		Use:   "create TOPIC",
 		Short: "Create a topic",
 		Long: "Create a topic. Settings not given are the node's defaults.\n" +
 			"Durations are Go durations with a d for days allowed: 500ms, 30s, 1h30m, 7d.\n" +
 			"With -o json: the created topic as the node describes it.",
-		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d",
-		Args:    exactArgs(1, "one topic name"),
+		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n" +
+			"  narad topic create orders-audit --parent orders            # a copy of every new order\n" +
+			"  narad topic create orders-later --parent orders --delay 5m # each copy 5 minutes late",
+		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -235,6 +283,22 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 			if fl.Changed("max-acked-ahead") && s.MaxAckedAheadPerPartition < 1 {
 				return usageErrorf("invalid --max-acked-ahead %d (1 or more)", s.MaxAckedAheadPerPartition)
 			}
+			if s.Parent != "" {
+				if err := validateTopicName(s.Parent); err != nil {
+					return err
+				}
+				if s.Parent == s.Name {
+					return usageErrorf("a topic cannot be its own parent (%s)", render.Escape(s.Name))
+				}
+			}
+			if fl.Changed("delay") {
+				if s.Parent == "" {
+					return usageErrorf("--delay needs --parent (a delay applies to the copies a parent sends)")
+				}
+				if s.FanoutDelayMs, err = parseDelay(delay); err != nil {
+					return err
+				}
+			}
 			return run(f, opts)
 		},
 	}
@@ -244,6 +308,8 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 	fl.StringVar(&retention, "retention", "", "how long messages are kept, e.g. 7d")
 	fl.IntVar(&opts.Spec.MaxInFlightPerPartition, "max-in-flight", 0, "unacked messages a partition hands out at most")
 	fl.IntVar(&opts.Spec.MaxAckedAheadPerPartition, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message at most")
+	fl.StringVar(&opts.Spec.Parent, "parent", "", "create the topic as a fan-out child of this topic")
+	fl.StringVar(&delay, "delay", "", "with --parent: each copy arrives this long after its commit, e.g. 30s")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -270,8 +336,15 @@ func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
 	if opts.Output == "json" {
 		return printJSON(f.IO.Out, t)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "created topic %s (%d partitions, visibility %s, retention %s)\n",
-		render.Escape(t.Name), t.Partitions, formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs))
+	var child string
+	if opts.Spec.Parent != "" {
+		child = ", child of " + render.Escape(opts.Spec.Parent)
+		if opts.Spec.FanoutDelayMs > 0 {
+			child += " delayed " + formatMillis(opts.Spec.FanoutDelayMs)
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "created topic %s (%d partitions, visibility %s, retention %s%s)\n",
+		render.Escape(t.Name), t.Partitions, formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs), child)
 	return nil
 }
 
@@ -392,19 +465,9 @@ func topicDeleteCmd(f *Factory, run func(*Factory, *topicDeleteOptions) error) *
 func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
 	name := render.Escape(opts.Topic)
 	if !opts.Yes {
-		if !f.IO.IsStdinTTY() {
-			return usageErrorf("refusing to delete topic %s without confirmation (stdin is not a terminal; pass --yes)", name)
-		}
-		fmt.Fprintf(f.IO.ErrOut, "Delete topic %s and all its messages? Type its name to confirm: ", name)
-		line, err := bufio.NewReader(f.IO.In).ReadString('\n')
-		if strings.TrimSpace(line) != opts.Topic {
-			if err != nil && err != io.EOF {
-				return exitWith(ExitFailed, fmt.Errorf("cannot read the confirmation: %v", err))
-			}
-			if err == io.EOF && line == "" {
-				fmt.Fprintln(f.IO.ErrOut)
-			}
-			return exitWith(ExitFailed, fmt.Errorf("topic %s not deleted (the name typed did not match)", name))
+		prompt := fmt.Sprintf("Delete topic %s and all its messages? Type its name to confirm:", name)
+		if err := confirm(f, "delete topic "+name, prompt, opts.Topic); err != nil {
+			return err
 		}
 	}
 	c, err := f.Client()
@@ -424,4 +487,36 @@ func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
 	}
 	fmt.Fprintf(f.IO.ErrOut, "deleted topic %s\n", name)
 	return nil
+}
+
+// confirm asks on the terminal before something destructive: the answer must be want
+// ("y" also takes "yes", any case), else the command fails without doing it. Without a
+// terminal on stdin it refuses outright: a script must say --yes.
+func confirm(f *Factory, what, prompt, want string) error {
+	if !f.IO.IsStdinTTY() {
+		return usageErrorf("refusing to %s without confirmation (stdin is not a terminal; pass --yes)", what)
+	}
+	if want == "y" {
+		prompt += " [y/N]"
+	}
+	fmt.Fprint(f.IO.ErrOut, prompt+" ")
+	line, err := bufio.NewReader(f.IO.In).ReadString('\n')
+	answer := strings.TrimSpace(line)
+	ok := answer == want
+	if want == "y" {
+		ok = strings.EqualFold(answer, "y") || strings.EqualFold(answer, "yes")
+	}
+	if ok {
+		return nil
+	}
+	if err != nil && err != io.EOF {
+		return exitWith(ExitFailed, fmt.Errorf("cannot read the confirmation: %v", err))
+	}
+	if err == io.EOF && line == "" {
+		fmt.Fprintln(f.IO.ErrOut)
+	}
+	if want == "y" {
+		return exitWith(ExitFailed, fmt.Errorf("did not %s (not confirmed)", what))
+	}
+	return exitWith(ExitFailed, fmt.Errorf("did not %s (the name typed did not match)", what))
 }

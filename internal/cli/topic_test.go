@@ -193,7 +193,7 @@ func TestTopicDeleteConfirmation(t *testing.T) {
 	// On a terminal, a name that does not match: not deleted.
 	r = runCLI(t, strings.NewReader("order\n"), true, "topic", "delete", "orders", "-s", s.URL)
 	if r.code != ExitFailed || !strings.Contains(r.stderr, "Type its name to confirm: ") ||
-		!strings.Contains(r.stderr, "narad: topic orders not deleted (the name typed did not match)") || deleted() {
+		!strings.Contains(r.stderr, "narad: did not delete topic orders (the name typed did not match)") || deleted() {
 		t.Fatalf("exit %d stderr %q deleted %v", r.code, r.stderr, deleted())
 	}
 	// End of input at the prompt: not deleted either.

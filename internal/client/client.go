@@ -222,7 +222,8 @@ type response struct {
 }
 
 func (r *response) err(op Op) *Error {
-	return &Error{Op: op, Status: r.status, Message: errorText(r.body)}
+	_, isJSON := jsonError(r.body)
+	return &Error{Op: op, Status: r.status, Message: errorText(r.body), Plain: !isJSON}
 }
 
 // send makes one attempt. A transport error comes back wrapped with the op; it is

@@ -17,6 +17,10 @@ type Error struct {
 	Op      Op     // what the client was doing; its Grant is what a 403 lacks
 	Status  int    // HTTP status code
 	Message string // the server's text, from {"error":"..."} or the plain-text body, trimmed
+	// Plain is an answer that was not the API's JSON error: a router's 404 for a route
+	// the node does not have (an older node, security off) rather than the API's own
+	// 404 for a topic or user that does not exist.
+	Plain bool
 }
 
 func (e *Error) Error() string {
@@ -52,13 +56,27 @@ const maxErrorText = 512
 // errors are {"error":"..."}, but routers and relaying nodes answer in plain text,
 // so anything that is not that JSON shape is shown as the text it is. It never fails.
 func errorText(body []byte) string {
+	if j, ok := jsonError(body); ok {
+		return oneLine(j)
+	}
+	return oneLine(string(body))
+}
+
+// jsonError is the text of the API's {"error":"..."} shape, ok false for any other body.
+func jsonError(body []byte) (string, bool) {
 	var j struct {
 		Error *string `json:"error"`
 	}
 	if json.Unmarshal(body, &j) == nil && j.Error != nil {
-		return oneLine(*j.Error)
+		return *j.Error, true
 	}
-	return oneLine(string(body))
+	return "", false
+}
+
+// IsRouteMissing reports a plain-text 404: the node has no such route at all.
+func IsRouteMissing(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound && e.Plain
 }
 
 // oneLine trims s and folds its whitespace runs (newlines included) to single spaces

@@ -78,24 +78,38 @@ type TopicSpec struct {
 	VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms,omitempty"`
 	MaxInFlightPerPartition   int    `json:"max_in_flight_per_partition,omitempty"`
 	MaxAckedAheadPerPartition int    `json:"max_acked_ahead_per_partition,omitempty"`
+	// Parent makes the new topic a fan-out child of that topic, FanoutDelayMs a delay child.
+	Parent        string `json:"parent,omitempty"`
+	FanoutDelayMs int64  `json:"fanout_delay_ms,omitempty"`
 }
 
 // Topic is a topic as the node describes it; PartitionStats only from topic info.
 type Topic struct {
-	Name                      string           `json:"name"`
-	Partitions                int              `json:"partitions"`
-	RetentionMs               int64            `json:"retention_ms"`
-	VisibilityTimeoutMs       int64            `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int              `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int              `json:"max_acked_ahead_per_partition"`
-	PartitionStats            []PartitionStats `json:"partition_stats,omitempty"`
+	Name                      string          `json:"name"`
+	Partitions                int             `json:"partitions"`
+	RetentionMs               int64           `json:"retention_ms"`
+	VisibilityTimeoutMs       int64           `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int             `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int             `json:"max_acked_ahead_per_partition"`
+	CreatedAt                 int64           `json:"created_at,omitempty"`
+	Parent                    string          `json:"parent,omitempty"`
+	FanoutDelayMs             int64           `json:"fanout_delay_ms,omitempty"`
+	Children                  []string        `json:"children,omitempty"`
+	SchemaVersion             int             `json:"schema_version,omitempty"`
+	Schema                    json.RawMessage `json:"schema,omitempty"`
+	// Partial is a node answering with a partition owner down: the stats of the
+	// missing partitions are placeholders, not to be summed.
+	Partial        bool             `json:"partial,omitempty"`
+	PartitionStats []PartitionStats `json:"partition_stats,omitempty"`
 }
 
 // PartitionStats is one partition's positions, from topic info.
 type PartitionStats struct {
-	Index         int   `json:"index"`
-	OldestOffset  int64 `json:"oldest_offset"`
-	NextOffset    int64 `json:"next_offset"`
-	HighWatermark int64 `json:"high_watermark"`
-	SizeBytes     int64 `json:"size_bytes"`
+	Index         int    `json:"index"`
+	OldestOffset  int64  `json:"oldest_offset"`
+	NextOffset    int64  `json:"next_offset"`
+	HighWatermark int64  `json:"high_watermark"`
+	SizeBytes     int64  `json:"size_bytes"`
+	Owner         string `json:"owner_node,omitempty"`
+	Status        string `json:"status,omitempty"`
 }

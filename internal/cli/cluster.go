@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+// The cluster commands: members, moves, decommission (admin).
+
+func newClusterCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Inspect cluster members and partition moves; decommission a node (admin)",
+		Args:  exactArgs(0, "a subcommand: members, moves or decommission"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("narad cluster needs a subcommand: members, moves or decommission (see narad cluster --help)")
+		},
+	}
+	cmd.AddCommand(
+		clusterMembersCmd(f, clusterMembersRun),
+		clusterMovesCmd(f, clusterMovesRun),
+		clusterDecommissionCmd(f, clusterDecommissionRun),
+	)
+	return cmd
+}
+
+// ClusterListOptions are the options of members and moves.
+type ClusterListOptions struct{ Output string }
+
+func clusterMembersCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) *cobra.Command {
+	opts := &ClusterListOptions{}
+	cmd := &cobra.Command{
+		Use:   "members",
+		Short: "List the cluster's nodes",
+		Long: "List the cluster's nodes: id, address, status, whether draining, partitions owned\n" +
+			"and partitions moving away. A single node lists itself.\n" +
+			"With -o json: {\"members\":[{\"id\",\"addr\",\"status\",\"draining\",\"owned_partitions\",\"outbound_moves\"}]}.",
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func clusterMembersRun(f *Factory, opts *ClusterListOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	members, err := c.Members(ctx)
+	if err != nil {
+		return adminFatal(f, c, err, "", "")
+	}
+	if opts.Output == "json" {
+		if members == nil {
+			members = []client.Member{}
+		}
+		return printJSON(f.IO.Out, struct {
+			Members []client.Member `json:"members"`
+		}{members})
+	}
+	rows := make([][]string, 0, len(members))
+	for _, m := range members {
+		draining := "no"
+		if m.Draining {
+			draining = "yes"
+		}
+		rows = append(rows, []string{m.ID, m.Addr, m.Status, draining,
+			strconv.Itoa(m.OwnedPartitions), strconv.Itoa(m.OutboundMoves)})
+	}
+	return printTable(f, []string{"ID", "ADDRESS", "STATUS", "DRAINING", "PARTITIONS", "MOVING OUT"}, rows)
+}
+
+func clusterMovesCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) *cobra.Command {
+	opts := &ClusterListOptions{}
+	cmd := &cobra.Command{
+		Use:   "moves",
+		Short: "List partitions moving between nodes",
+		Long: "List the partitions moving between nodes: topic, partition, from, to.\n" +
+			"With -o json: {\"moves\":[{\"topic\",\"partition\",\"from\",\"to\"}]}.",
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func clusterMovesRun(f *Factory, opts *ClusterListOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	moves, err := c.Moves(ctx)
+	if err != nil {
+		return adminFatal(f, c, err, "", "")
+	}
+	if opts.Output == "json" {
+		if moves == nil {
+			moves = []client.Move{}
+		}
+		return printJSON(f.IO.Out, struct {
+			Moves []client.Move `json:"moves"`
+		}{moves})
+	}
+	if len(moves) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "no partitions are moving")
+		return nil
+	}
+	rows := make([][]string, 0, len(moves))
+	for _, m := range moves {
+		rows = append(rows, []string{m.Topic, strconv.Itoa(m.Partition), m.From, m.To})
+	}
+	return printTable(f, []string{"TOPIC", "PARTITION", "FROM", "TO"}, rows)
+}
+
+// ClusterDecommissionOptions drain (or preview, or cancel draining) one member.
+type ClusterDecommissionOptions struct {
+	ID     string
+	Mode   client.DecommissionMode
+	Yes    bool
+	Output string
+}
+
+func clusterDecommissionCmd(f *Factory, run func(*Factory, *ClusterDecommissionOptions) error) *cobra.Command {
+	opts := &ClusterDecommissionOptions{}
+	var dryRun, cancelIt bool
+	cmd := &cobra.Command{
+		Use:   "decommission ID [--dry-run | --cancel]",
+		Short: "Move every partition away from a node, so it can be removed",
+		Long: "Decommission a member: the cluster moves its partitions to the other nodes (watch\n" +
+			"with narad cluster moves). --dry-run asks the node what would happen and changes\n" +
+			"nothing; --cancel stops a decommission in progress. On a terminal it asks first;\n" +
+			"elsewhere it refuses unless --yes is given (--dry-run and --cancel never ask).\n" +
+			"With -o json: the node's verdict for --dry-run, else {\"id\":ID,\"decommission\":\"started\"|\"cancelled\"}.",
+		Example: "  narad cluster decommission node-3 --dry-run\n  narad cluster decommission node-3 --yes && narad cluster moves",
+		Args:    exactArgs(1, "one member id (see narad cluster members)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			switch {
+			case dryRun && cancelIt:
+				return usageErrorf("--dry-run and --cancel exclude each other")
+			case dryRun:
+				opts.Mode = client.DecommissionDryRun
+			case cancelIt:
+				opts.Mode = client.DecommissionCancel
+			}
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "ask what would happen; change nothing")
+	cmd.Flags().BoolVar(&cancelIt, "cancel", false, "cancel a decommission in progress")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "decommission without asking")
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func clusterDecommissionRun(f *Factory, opts *ClusterDecommissionOptions) error {
+	id := render.Escape(opts.ID)
+	if opts.Mode == client.DecommissionStart && !opts.Yes {
+		if err := confirm(f, "decommission "+id, fmt.Sprintf("Move every partition away from %s?", id), "y"); err != nil {
+			return err
+		}
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	verdict, err := c.Decommission(ctx, opts.ID, opts.Mode)
+	if err != nil {
+		return adminFatal(f, c, err, "", "see narad cluster members")
+	}
+	switch opts.Mode {
+	case client.DecommissionDryRun:
+		if opts.Output == "json" {
+			if verdict == nil {
+				verdict = json.RawMessage("{}")
+			}
+			return writeOut(f, string(render.InertJSON(verdict))+"\n")
+		}
+		if summary, ok := summarizeVerdict(opts.ID, verdict); ok {
+			return writeOut(f, summary)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "dry run of decommissioning %s (nothing changed); the node's verdict:\n", id)
+		var out bytes.Buffer
+		if len(verdict) == 0 || json.Indent(&out, render.InertJSON(verdict), "", "  ") != nil {
+			out.Reset()
+			out.Write(render.InertJSON(verdict))
+		}
+		out.WriteByte('\n')
+		return writeOut(f, out.String())
+	case client.DecommissionCancel:
+		if opts.Output == "json" {
+			return printJSON(f.IO.Out, map[string]string{"id": opts.ID, "decommission": "cancelled"})
+		}
+		fmt.Fprintf(f.IO.ErrOut, "cancelled the decommission of %s\n", id)
+	default:
+		if opts.Output == "json" {
+			return printJSON(f.IO.Out, map[string]string{"id": opts.ID, "decommission": "started"})
+		}
+		fmt.Fprintf(f.IO.ErrOut, "decommissioning %s: its partitions are moving away (see narad cluster moves)\n", id)
+	}
+	return nil
+}
+
+// summarizeVerdict reads a dry run's verdict in the shape a v3.1 node gives
+// ({"would_decommission":bool,"reasons":[{"code","message"}]}) as a few lines; ok
+// is false for any other shape, which is then shown as the JSON it is.
+func summarizeVerdict(id string, verdict json.RawMessage) (string, bool) {
+	var v struct {
+		Would   *bool `json:"would_decommission"`
+		Reasons []struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"reasons"`
+	}
+	if json.Unmarshal(verdict, &v) != nil || v.Would == nil {
+		return "", false
+	}
+	var b strings.Builder
+	if *v.Would {
+		fmt.Fprintf(&b, "decommissioning %s would go ahead (dry run: nothing changed)\n", render.Escape(id))
+	} else {
+		fmt.Fprintf(&b, "decommissioning %s would be refused (dry run: nothing changed):\n", render.Escape(id))
+	}
+	for _, r := range v.Reasons {
+		fmt.Fprintf(&b, "  %s: %s\n", render.Escape(r.Code), render.Escape(r.Message))
+	}
+	return b.String(), true
+}

@@ -1,0 +1,562 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+// The user commands: add, ls, show, grant, passwd, rm. They need admin, and exist
+// only on a node with security on (a node with it off has no user routes at all).
+
+func newUserCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "user",
+		Short: "Manage users and their grants (admin)",
+		Long: "Manage the node's users and their grants. A grant is ACTION:PATTERN[,PATTERN...],\n" +
+			"ACTION being produce, consume, create or admin, a pattern a topic name or a prefix\n" +
+			"ending in * (orders-*). A consume grant covers ack, extend and nack.\n" +
+			"Passwords are read without echo on a terminal, or from the first line of stdin with\n" +
+			"--password-stdin; never from the command line.",
+		Args: exactArgs(0, "a subcommand: "+userSubcommands),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("narad user needs a subcommand: %s (see narad user --help)", userSubcommands)
+		},
+	}
+	cmd.AddCommand(
+		userAddCmd(f, userAddRun),
+		userLsCmd(f, userLsRun),
+		userShowCmd(f, userShowRun),
+		userGrantCmd(f, userGrantRun),
+		userPasswdCmd(f, userPasswdRun),
+		userRmCmd(f, userRmRun),
+	)
+	return cmd
+}
+
+const userSubcommands = "add, ls, show, grant, passwd or rm"
+
+var (
+	userNameRE   = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,128}$`)
+	grantPattern = regexp.MustCompile(`^[A-Za-z0-9._-]*\*?$`)
+)
+
+func validateUserName(name string) error {
+	if !userNameRE.MatchString(name) {
+		return usageErrorf("invalid user name %q (letters, digits, \".\", \"_\", \"@\" and \"-\", at most 128)", name)
+	}
+	return nil
+}
+
+// parseGrants reads --grant values: "consume:orders*,payments" or "admin".
+func parseGrants(specs []string) ([]client.UserGrant, error) {
+	grants := make([]client.UserGrant, 0, len(specs))
+	for _, spec := range specs {
+		action, patterns, hasPatterns := strings.Cut(strings.TrimSpace(spec), ":")
+		switch action {
+		case "admin":
+			if hasPatterns {
+				return nil, usageErrorf("invalid --grant %q (admin takes no topic patterns)", spec)
+			}
+			grants = append(grants, client.UserGrant{Action: "admin"})
+			continue
+		case "produce", "consume", "create":
+		default:
+			return nil, usageErrorf("invalid --grant %q (ACTION:PATTERN with ACTION produce, consume, create, or admin alone)", spec)
+		}
+		g := client.UserGrant{Action: action}
+		for _, p := range strings.Split(patterns, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" || !grantPattern.MatchString(p) {
+				return nil, usageErrorf("invalid --grant %q (patterns are topic names or prefixes ending in *, e.g. %s:orders-*)", spec, action)
+			}
+			g.Patterns = append(g.Patterns, p)
+		}
+		grants = append(grants, g)
+	}
+	return grants, nil
+}
+
+// formatGrants is the one-line form --grant takes: "consume:orders*,payments produce:orders".
+func formatGrants(gs []client.UserGrant) string {
+	if len(gs) == 0 {
+		return "(none)"
+	}
+	parts := make([]string, 0, len(gs))
+	for _, g := range gs {
+		if len(g.Patterns) == 0 {
+			parts = append(parts, g.Action)
+			continue
+		}
+		parts = append(parts, g.Action+":"+strings.Join(g.Patterns, ","))
+	}
+	return render.Escape(strings.Join(parts, " "))
+}
+
+// newPassword reads a password for a user: without echo and twice on a terminal,
+// else the first line of stdin when --password-stdin says so. A password in argv
+// would end up in shell history and ps, so there is no flag for one.
+func newPassword(f *Factory, fromStdin bool, whose string) (string, error) {
+	pw, err := secretLine(f, fromStdin, "Password for "+whose+": ")
+	if err != nil {
+		return "", err
+	}
+	if !fromStdin {
+		again, err := secretLine(f, false, "Again: ")
+		if err != nil {
+			return "", err
+		}
+		if pw != again {
+			return "", exitWith(ExitFailed, fmt.Errorf("the two passwords differ; nothing changed"))
+		}
+	}
+	return checkPassword(pw)
+}
+
+// secretLine is one secret: the next line of stdin with --password-stdin (several
+// calls read several lines), else asked at the terminal without echo.
+func secretLine(f *Factory, fromStdin bool, prompt string) (string, error) {
+	if fromStdin {
+		line, err := readFirstLine(f.IO.In, maxPasswordLine)
+		if err != nil {
+			return "", usageErrorf("--password-stdin: cannot read stdin: %v", err)
+		}
+		return strings.TrimSuffix(string(line), "\r"), nil
+	}
+	if !f.IO.IsStdinTTY() || f.ReadSecret == nil {
+		return "", usageErrorf("no password given (stdin is not a terminal; pass --password-stdin and the password on stdin)")
+	}
+	pw, err := f.ReadSecret(prompt)
+	if err != nil {
+		return "", exitWith(ExitFailed, fmt.Errorf("cannot read the password: %v", err))
+	}
+	return pw, nil
+}
+
+// checkPassword applies the node's 1..72 byte rule (bcrypt's limit) locally.
+func checkPassword(pw string) (string, error) {
+	if len(pw) == 0 || len(pw) > 72 {
+		return "", usageErrorf("a password must be 1 to 72 bytes, not %d", len(pw))
+	}
+	return pw, nil
+}
+
+// userFatal is apiFatal for the user routes: a plain 404 means security is off.
+func userFatal(f *Factory, c *client.Client, err error, name string) error {
+	switch {
+	case client.IsRouteMissing(err):
+		return exitWith(ExitFailed, fmt.Errorf("%s (the node at %s has security off, so it has no users; "+
+			"start it with users, e.g. narad dev --user admin:PASS:admin)", describeErr(err), c.BaseURL()))
+	case client.StatusOf(err) == http.StatusNotFound && name != "":
+		return exitWith(ExitFailed, fmt.Errorf("%s (no user %s; see narad user ls)", describeErr(err), render.Escape(name)))
+	case client.StatusOf(err) == http.StatusConflict:
+		return exitWith(ExitFailed, fmt.Errorf("%s (see narad user show %s)", describeErr(err), render.Escape(name)))
+	case client.StatusOf(err) == http.StatusBadRequest:
+		return exitWith(ExitUsage, fmt.Errorf("%s (see narad user --help)", describeErr(err)))
+	case client.StatusOf(err) == http.StatusForbidden && opOf(err) == client.OpDeleteUser:
+		return exitWith(ExitFailed, fmt.Errorf("%s (needs admin; the root admin and yourself cannot be removed)", describeErr(err)))
+	case client.StatusOf(err) == http.StatusForbidden && (opOf(err) == client.OpAddUser || opOf(err) == client.OpSetGrants):
+		return exitWith(ExitFailed, fmt.Errorf("%s (needs admin; only the root admin grants admin, "+
+			"and nobody grants what they do not hold)", describeErr(err)))
+	}
+	return apiFatal(f, c, err, "")
+}
+
+// userView is a user as -o json prints it: the node's fields, times in milliseconds.
+func printUser(f *Factory, u *client.User) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "username:  %s\n", render.Escape(u.Username))
+	if u.Root {
+		b.WriteString("root:      yes\n")
+	}
+	fmt.Fprintf(&b, "grants:    %s\n", formatGrants(u.Grants))
+	if u.CreatedAtMs > 0 {
+		fmt.Fprintf(&b, "created:   %s\n", time.UnixMilli(u.CreatedAtMs).UTC().Format(time.RFC3339))
+	}
+	if u.UpdatedAtMs > 0 {
+		fmt.Fprintf(&b, "updated:   %s\n", time.UnixMilli(u.UpdatedAtMs).UTC().Format(time.RFC3339))
+	}
+	return writeOut(f, b.String())
+}
+
+// writeOut writes text to stdout; a closed stdout is not an error.
+func writeOut(f *Factory, s string) error {
+	if _, err := f.IO.Out.Write([]byte(s)); err != nil && !isClosedOutput(err) {
+		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+	}
+	return nil
+}
+
+// --- user add ---
+
+// UserAddOptions add a user.
+type UserAddOptions struct {
+	Name          string
+	Grants        []client.UserGrant
+	PasswordStdin bool
+	Output        string
+}
+
+func userAddCmd(f *Factory, run func(*Factory, *UserAddOptions) error) *cobra.Command {
+	opts := &UserAddOptions{}
+	var grants []string
+	cmd := &cobra.Command{
+		Use:   "add NAME --grant ACTION:PATTERN[,PATTERN] ...",
+		Short: "Add a user with a password and grants",
+		Long: "Add a user. The password is asked twice without echo on a terminal, or read from\n" +
+			"the first line of stdin with --password-stdin. --grant is repeatable.\n" +
+			"With -o json: the user as the node describes it (never a password).",
+		Example: "  narad user add billing --grant consume:orders* --grant produce:invoices\n" +
+			"  vault read -field=pw secret/narad/ci | narad user add ci --grant produce:ci-* --password-stdin",
+		Args: exactArgs(1, "one user name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			if err := validateUserName(opts.Name); err != nil {
+				return err
+			}
+			var err error
+			if opts.Grants, err = parseGrants(grants); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&grants, "grant", nil, "a grant ACTION:PATTERN[,PATTERN] (repeatable), or admin")
+	cmd.Flags().BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the new user's password from the first line of stdin")
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func userAddRun(f *Factory, opts *UserAddOptions) error {
+	pw, err := newPassword(f, opts.PasswordStdin, render.Escape(opts.Name))
+	if err != nil {
+		return err
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	u, err := c.CreateUser(ctx, opts.Name, pw, opts.Grants)
+	if err != nil {
+		return userFatal(f, c, err, opts.Name)
+	}
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, u)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "added user %s (%s)\n", render.Escape(opts.Name), formatGrants(u.Grants))
+	return nil
+}
+
+// --- user ls ---
+
+// UserLsOptions list users.
+type UserLsOptions struct{ Output string }
+
+func userLsCmd(f *Factory, run func(*Factory, *UserLsOptions) error) *cobra.Command {
+	opts := &UserLsOptions{}
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List users and their grants",
+		Long: "List users: name, grants, and whether the user is the root admin.\n" +
+			"With -o json: {\"users\":[{\"username\",\"grants\":[{\"action\",\"patterns\"}],\"root\",\"created_at_ms\",\"updated_at_ms\"}]}.",
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func userLsRun(f *Factory, opts *UserLsOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	users, err := c.Users(ctx)
+	if err != nil {
+		return userFatal(f, c, err, "")
+	}
+	if opts.Output == "json" {
+		if users == nil {
+			users = []client.User{}
+		}
+		return printJSON(f.IO.Out, struct {
+			Users []client.User `json:"users"`
+		}{users})
+	}
+	rows := make([][]string, 0, len(users))
+	for _, u := range users {
+		root := ""
+		if u.Root {
+			root = "root"
+		}
+		rows = append(rows, []string{u.Username, root, formatGrants(u.Grants)})
+	}
+	return printTable(f, []string{"NAME", "ROOT", "GRANTS"}, rows)
+}
+
+// --- user show ---
+
+// UserShowOptions show one user.
+type UserShowOptions struct {
+	Name   string
+	Output string
+}
+
+func userShowCmd(f *Factory, run func(*Factory, *UserShowOptions) error) *cobra.Command {
+	opts := &UserShowOptions{}
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a user's grants",
+		Long:  "Show a user's grants and when it was created and last changed.\nWith -o json: the user as the node describes it.",
+		Args:  exactArgs(1, "one user name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			if err := validateUserName(opts.Name); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func userShowRun(f *Factory, opts *UserShowOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	u, err := c.User(ctx, opts.Name)
+	if err != nil {
+		return userFatal(f, c, err, opts.Name)
+	}
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, u)
+	}
+	return printUser(f, u)
+}
+
+// --- user grant ---
+
+// UserGrantOptions replace a user's grants.
+type UserGrantOptions struct {
+	Name   string
+	Grants []client.UserGrant
+	Output string
+}
+
+func userGrantCmd(f *Factory, run func(*Factory, *UserGrantOptions) error) *cobra.Command {
+	opts := &UserGrantOptions{}
+	var grants []string
+	cmd := &cobra.Command{
+		Use:   "grant NAME --grant ACTION:PATTERN ...",
+		Short: "Replace every grant of a user",
+		Long: "Replace every grant of a user with the --grant flags given (repeatable): grants not\n" +
+			"named are taken away. It says what was replaced. Only the root admin grants admin.\n" +
+			"With -o json: the user as the node describes it after the change.",
+		Example: "  narad user grant billing --grant consume:orders*,refunds --grant produce:invoices",
+		Args:    exactArgs(1, "one user name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			if err := validateUserName(opts.Name); err != nil {
+				return err
+			}
+			if len(grants) == 0 {
+				return usageErrorf("give the new grants with --grant (they replace every grant; to take all away, remove the user)")
+			}
+			var err error
+			opts.Grants, err = parseGrants(grants)
+			if err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&grants, "grant", nil, "a grant ACTION:PATTERN[,PATTERN] (repeatable), or admin")
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func userGrantRun(f *Factory, opts *UserGrantOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	// Read first, so that what is replaced can be said.
+	before, err := c.User(ctx, opts.Name)
+	if err != nil {
+		return userFatal(f, c, err, opts.Name)
+	}
+	u, err := c.SetGrants(ctx, opts.Name, opts.Grants)
+	if err != nil {
+		return userFatal(f, c, err, opts.Name)
+	}
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, u)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "replaced the grants of %s: was %s, now %s\n",
+		render.Escape(opts.Name), formatGrants(before.Grants), formatGrants(u.Grants))
+	return nil
+}
+
+// --- user passwd ---
+
+// UserPasswdOptions change a password.
+type UserPasswdOptions struct {
+	Name          string
+	PasswordStdin bool
+	Current       bool
+}
+
+func userPasswdCmd(f *Factory, run func(*Factory, *UserPasswdOptions) error) *cobra.Command {
+	opts := &UserPasswdOptions{}
+	cmd := &cobra.Command{
+		Use:   "passwd NAME",
+		Short: "Change a user's password",
+		Long: "Change a user's password. The new one is asked twice without echo on a terminal, or\n" +
+			"read from the first line of stdin with --password-stdin. An admin sets anyone's;\n" +
+			"users changing their own pass --current and give the current password first\n" +
+			"(on a terminal it is asked; with --password-stdin it is the first line, the new one\n" +
+			"the second).",
+		Example: "  narad user passwd billing\n  printf '%s\\n' \"$NEW\" | narad user passwd ci --password-stdin",
+		Args:    exactArgs(1, "one user name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if err := validateUserName(opts.Name); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password(s) from stdin, one a line")
+	cmd.Flags().BoolVar(&opts.Current, "current", false, "changing your own password: give the current one too")
+	return cmd
+}
+
+func userPasswdRun(f *Factory, opts *UserPasswdOptions) error {
+	name := render.Escape(opts.Name)
+	var current string
+	if opts.Current {
+		var err error
+		if current, err = secretLine(f, opts.PasswordStdin, "Current password for "+name+": "); err != nil {
+			return err
+		}
+	}
+	pw, err := newPassword(f, opts.PasswordStdin, "the new password of "+name)
+	if err != nil {
+		return err
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	if err := c.SetPassword(ctx, opts.Name, pw, current); err != nil {
+		return userFatal(f, c, err, opts.Name)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "changed the password of %s\n", name)
+	return nil
+}
+
+// --- user rm ---
+
+// UserRmOptions remove a user.
+type UserRmOptions struct {
+	Name   string
+	Yes    bool
+	Output string
+}
+
+func userRmCmd(f *Factory, run func(*Factory, *UserRmOptions) error) *cobra.Command {
+	opts := &UserRmOptions{}
+	cmd := &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"delete"},
+		Short:   "Remove a user",
+		Long: "Remove a user. On a terminal it asks you to type the name; elsewhere it refuses\n" +
+			"unless --yes is given. The root admin and yourself cannot be removed.\n" +
+			"With -o json: {\"username\":NAME,\"deleted\":true} on stdout.",
+		Args: exactArgs(1, "one user name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			if err := validateUserName(opts.Name); err != nil {
+				return err
+			}
+			return run(f, opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "remove without asking")
+	addTextJSONFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func userRmRun(f *Factory, opts *UserRmOptions) error {
+	name := render.Escape(opts.Name)
+	if !opts.Yes {
+		prompt := fmt.Sprintf("Remove user %s? Type its name to confirm:", name)
+		if err := confirm(f, "remove user "+name, prompt, opts.Name); err != nil {
+			return err
+		}
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	if err := c.DeleteUser(ctx, opts.Name); err != nil {
+		return userFatal(f, c, err, opts.Name)
+	}
+	if opts.Output == "json" {
+		return printJSON(f.IO.Out, struct {
+			Username string `json:"username"`
+			Deleted  bool   `json:"deleted"`
+		}{opts.Name, true})
+	}
+	fmt.Fprintf(f.IO.ErrOut, "removed user %s\n", name)
+	return nil
+}
+
+// opOf is the operation an error from the client was about (0 when none).
+func opOf(err error) client.Op {
+	var e *client.Error
+	if errors.As(err, &e) {
+		return e.Op
+	}
+	return 0
+}
