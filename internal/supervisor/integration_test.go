@@ -112,7 +112,7 @@ func TestIntegrationRetryDelay(t *testing.T) {
 	if d := got.Sub(ends[0].at); d < 2*time.Second {
 		t.Errorf("offered again %v after the failure, before the 2s retry delay", d)
 	}
-	if r.Stats.Nacked != 1 || r.Declined != 1 || r.Outcome() != consumer.OutcomeFailed {
+	if r.Stats.Nacked != 1 || r.Stats.Failed != 1 || r.Outcome() != consumer.OutcomeFailed {
 		t.Errorf("result %+v", r.Result)
 	}
 }
@@ -124,13 +124,19 @@ func TestIntegrationExtendGoneStopsTheCommand(t *testing.T) {
 	if _, _, err := b.Produce("t", "", []byte("sleep 10s")); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan runResult)
+	go func() {
+		done <- runSup(t, context.Background(), c, opts("log", log, "script"), consumer.Options{Count: 1, Wait: time.Second})
+	}()
+	// Only once the command runs (and handles SIGTERM): a slow start is no test.
+	waitFor(t, "the command to start", func() bool { return len(readLog(t, log)) > 0 })
 	b.FailNext("extend", 1, 410)
-	r := runSup(t, context.Background(), c, opts("log", log, "script"), consumer.Options{Count: 1, Wait: time.Second})
+	r := <-done
 	evs := readLog(t, log)
 	if len(eventsOf(evs, "start")) != 1 || len(eventsOf(evs, "term")) != 1 {
 		t.Fatalf("log %v, want the command stopped", evs)
 	}
-	// The first extend is a third of the lease in; the stop follows the 410 at once.
+	// An extend follows within a third of the lease; the stop follows the 410 at once.
 	if d := eventsOf(evs, "term")[0].at.Sub(eventsOf(evs, "start")[0].at); d > 1500*time.Millisecond {
 		t.Errorf("stopped %v after it started", d)
 	}
