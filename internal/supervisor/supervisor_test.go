@@ -675,4 +675,3 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
-
