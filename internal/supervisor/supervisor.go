@@ -469,3 +469,17 @@ func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseK
 	}
 	return r
 }
+
+// StopNotice is the line for the first signal when commands are running: what the
+// soft stop waits for and how to cut it short (again); "" when none runs.
+func (s *Supervisor) StopNotice(again string) string {
+	n := s.Running()
+	if n == 0 {
+		return ""
+	}
+	what := "1 running command"
+	if n > 1 {
+		what = fmt.Sprintf("%d running commands", n)
+	}
+	return fmt.Sprintf("waiting for %s (up to %s); %s", what, shortDuration(s.o.ShutdownGrace), again)
+}
