@@ -334,7 +334,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.
 		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
 		defer cancel()
 		if _, err := c.Topic(ctx, opts.deadLetter); client.StatusOf(err) == http.StatusNotFound {
-			return nil, apiFatal(f, c, err, "topic info", opts.deadLetter)
+			return nil, apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), "topic info", opts.deadLetter)
 		}
 	}
 	codes, _ := parseExitCodes(opts.ackExitCodes)
