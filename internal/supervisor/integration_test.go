@@ -3,6 +3,7 @@ package supervisor_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,16 +157,32 @@ func TestIntegrationConcurrencyAgainstTheBroker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := opts("script")
+	log := filepath.Join(t.TempDir(), "log")
+	o := opts("log", log, "script")
 	o.Concurrency = 4
 	r := runSup(t, context.Background(), c, o, consumer.Options{Count: 8, Wait: time.Second})
 	if r.Stats.Acked != 8 || r.Outcome() != consumer.OutcomeOK {
 		t.Errorf("result %+v", r.Result)
 	}
-	if r.elapsed > 5*time.Second {
-		t.Errorf("took %v, want about 2s", r.elapsed)
+	if most := mostAtOnce(readLog(t, log)); most > 4 {
+		t.Errorf("%d commands at once, want at most 4", most)
 	}
 	if st := topicStats(t, b); st.Acked() != 8 || st.InFlight() != 0 {
 		t.Errorf("broker: acked %d in flight %d", st.Acked(), st.InFlight())
 	}
+}
+
+// mostAtOnce is the most commands running at once in a helper log.
+func mostAtOnce(evs []event) int {
+	slices.SortFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
+	running, most := 0, 0
+	for _, e := range evs {
+		if e.what == "start" {
+			running++
+		} else {
+			running--
+		}
+		most = max(most, running)
+	}
+	return most
 }

@@ -285,7 +285,7 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 	}
 	if !started {
 		s.update(func() { s.waiting-- })
-		s.giveBack(d, lease)
+		s.giveBack(ctx, d, lease)
 		return
 	}
 	s.update(func() { s.waiting--; s.running++ })
@@ -301,15 +301,17 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 	key := keyOf(m)
 	done := func() { s.update(func() { s.running-- }) }
 	switch {
-	case r.end == leaseLost || lease.isLost():
-		done()
-		s.letGo(ctx, d, lease, r)
-		return
 	case r.end == exited && s.acks[r.code]:
+		// The work is done: ack even if the lease was lost meanwhile. The node takes
+		// it or answers 410 (ack_gone), and either is better than doing it again.
 		done()
 		s.attempts.forget(key)
 		lease.stop()
 		_ = d.Ack()
+		return
+	case r.end == leaseLost || lease.isLost():
+		done()
+		s.letGo(ctx, d, lease, r)
 		return
 	case r.end == stopped:
 		done()
@@ -380,9 +382,10 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 }
 
 // giveBack settles a delivery that never ran.
-func (s *Supervisor) giveBack(d consumer.Delivery, lease *leaseKeeper) {
+func (s *Supervisor) giveBack(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) {
 	lease.stop()
 	if lease.isLost() {
+		s.out.notice(ctx, d.Message(), fmt.Sprintf("not started: %s; nothing settled, it may be delivered again", lease.why()))
 		_ = d.LeaseLost()
 	} else {
 		_ = d.Nack(consumer.GiveBack)

@@ -423,21 +423,15 @@ func TestConcurrencyLimit(t *testing.T) {
 	if len(eventsOf(evs, "start")) != 8 || len(eventsOf(evs, "end")) != 8 {
 		t.Fatalf("log %v", evs)
 	}
-	running, most := 0, 0
-	slices.SortFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
-	for _, e := range evs {
-		if e.what == "start" {
-			running++
-		} else {
-			running--
-		}
-		most = max(most, running)
-	}
+	most := mostAtOnce(evs)
+	// Never more than four at once, from the commands' own log rather than the
+	// run's duration (the machine may be busy); that four can run, from the first
+	// consume asking for four.
 	if most > 4 {
 		t.Errorf("%d commands at once, want at most 4", most)
 	}
-	if r.elapsed < 1900*time.Millisecond || r.elapsed > 5*time.Second {
-		t.Errorf("8 one-second commands, 4 at a time, took %v; want about 2s", r.elapsed)
+	if cs := src.Consumes(); len(cs) == 0 || cs[0].Opts.Max != 4 {
+		t.Errorf("consumes %+v, want the first to ask for 4", cs)
 	}
 	for _, c := range src.Consumes() {
 		if c.Opts.Max > 4 || c.Opts.Max < 1 {
