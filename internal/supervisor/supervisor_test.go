@@ -669,3 +669,33 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// The hard stop ends the command's whole process group, what it started included,
+// and returns once they are gone.
+func TestHardStopKillsGrandchildrenToo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log, pidFile := filepath.Join(dir, "log"), filepath.Join(dir, "pid")
+	src := consumertest.New()
+	src.Push(msg("a", "x"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan runResult)
+	go func() {
+		done <- runSup(t, ctx, src, opts("log", log, "spawn", pidFile, "sleep", "30s"), consumer.Options{Wait: 5 * time.Second})
+	}()
+	waitFor(t, "the grandchild to start", func() bool { b, _ := os.ReadFile(pidFile); return len(b) > 0 })
+	cancel()
+	r := <-done
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(string(b))
+	waitFor(t, "the grandchild to be gone", func() bool { return processGone(pid) })
+	for _, e := range readLog(t, log) {
+		if !processGone(e.pid) {
+			t.Errorf("pid %d outlived the run", e.pid)
+		}
+	}
+	if got := src.Handles(client.Nack); !slices.Equal(got, []string{"a"}) || r.Reason != consumer.StopInterrupted {
+		t.Errorf("nacked %v, reason %v", got, r.Reason)
+	}
+}
