@@ -16,6 +16,7 @@ const (
 	ExitUsage       = 2   // usage or invalid input
 	ExitTimeout     = 3   // --timeout ran out before --count was reached
 	ExitLeaseGone   = 4   // a lease was gone (410) for some handle
+	ExitHangup      = 129 // SIGHUP
 	ExitInterrupted = 130 // SIGINT
 	ExitTerminated  = 143 // SIGTERM
 )
@@ -67,8 +68,11 @@ func exitCodeFor(err error) int {
 
 // signalExitCode is the conventional 128+N for the signal that stopped us.
 func signalExitCode(sig syscall.Signal) int {
-	if sig == syscall.SIGTERM {
+	switch sig {
+	case syscall.SIGTERM:
 		return ExitTerminated
+	case syscall.SIGHUP:
+		return ExitHangup
 	}
 	return ExitInterrupted
 }

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		"waitfile":      helperWaitFile,
 		"maxconcurrent": helperMaxConcurrent,
 		"timed":         helperTimed,
+		"pidsgone":      helperPidsGone,
 	})
 }
 

@@ -57,13 +57,14 @@ func (s *Signals) Received() syscall.Signal {
 	return s.first
 }
 
-// Notify wires the process's SIGINT and SIGTERM to s until stop is called. SIGPIPE
+// Notify wires the process's SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh
+// session, which must not kill us with messages held) to s until stop is called. SIGPIPE
 // is caught too, so a write to a closed stdout returns EPIPE instead of killing us
 // before held messages are given back (a caught, unlike an ignored, signal is reset
 // to the default in the commands the supervisor starts).
 func (s *Signals) Notify() (stop func()) {
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
 		for {

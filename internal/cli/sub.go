@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,6 +44,9 @@ type subOptions struct {
 	killGrace         time.Duration
 	ackExitCodes      string
 	retryDelay        time.Duration
+	retryDelayMax     time.Duration
+	maxAttempts       int
+	deadLetter        string
 	maxProcessingTime time.Duration
 	shutdownGrace     time.Duration
 	prefix            bool
@@ -55,7 +60,7 @@ func newSubCmd(f *Factory) *cobra.Command {
 		Long: "Consume messages from TOPIC, print each and ack it once its line is written: a real\n" +
 			"consumer that competes with the others on the topic. --peek watches without taking.\n\n" +
 			"With -- COMMAND, run the command once per message (payload on stdin, NARAD_* in the\n" +
-			"environment), extend the lease while it runs, ack on success and nack on failure.",
+			"environment), extend the lease while it runs, ack on success and nack on failure." + execHelp,
 		Example: "  narad sub orders\n" +
 			"  narad sub orders --count 10 --timeout 30s -o json\n" +
 			"  narad sub orders --peek\n" +
@@ -96,10 +101,13 @@ func newSubCmd(f *Factory) *cobra.Command {
 	opts.out.addFlags(cmd)
 
 	fl.IntVarP(&opts.concurrency, "concurrency", "j", 1, "exec mode: commands at once")
-	fl.DurationVar(&opts.lease, "lease", 0, "exec mode: lease length to keep extending (default: the topic's visibility timeout)")
+	fl.DurationVar(&opts.lease, "lease", 0, "exec mode: lease length: extended every D/3, lost after D with no extend confirmed (default: the topic's visibility timeout)")
 	fl.DurationVar(&opts.killGrace, "kill-grace", 10*time.Second, "exec mode: time between SIGTERM and SIGKILL")
 	fl.StringVar(&opts.ackExitCodes, "ack-exit-codes", "0", "exec mode: exit codes that ack, comma separated")
 	fl.DurationVar(&opts.retryDelay, "retry-delay", 0, "exec mode: hold a failed message this long before giving it back")
+	fl.DurationVar(&opts.retryDelayMax, "retry-delay-max", time.Minute, "exec mode: longest hold of a message that fails again (2s, 4s, ... up to D)")
+	fl.IntVar(&opts.maxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
+	fl.StringVar(&opts.deadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt")
 	fl.DurationVar(&opts.maxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
 	fl.DurationVar(&opts.shutdownGrace, "shutdown-grace", 30*time.Second, "exec mode: after a signal, time running commands get to finish")
 	fl.BoolVar(&opts.prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
@@ -108,7 +116,7 @@ func newSubCmd(f *Factory) *cobra.Command {
 
 // execOnlyFlags are meaningless without a command; naming one without it is a mistake.
 var execOnlyFlags = []string{"concurrency", "lease", "kill-grace", "ack-exit-codes", "retry-delay",
-	"max-processing-time", "shutdown-grace", "prefix"}
+	"max-processing-time", "shutdown-grace", "prefix", "retry-delay-max", "max-attempts", "dead-letter"}
 
 func (opts *subOptions) validate(cmd *cobra.Command) error {
 	changed := cmd.Flags().Changed
@@ -162,6 +170,20 @@ func (opts *subOptions) validate(cmd *cobra.Command) error {
 		return usageErrorf("--kill-grace, --max-processing-time and --shutdown-grace must be positive")
 	case opts.retryDelay < 0:
 		return usageErrorf("--retry-delay must not be negative")
+	case opts.retryDelayMax <= 0:
+		return usageErrorf("--retry-delay-max must be positive")
+	case changed("max-attempts") && opts.maxAttempts < 1:
+		return usageErrorf("--max-attempts must be at least 1")
+	case (opts.maxAttempts > 0) != (opts.deadLetter != ""):
+		// Never a silent drop: after the last attempt the message must go somewhere.
+		return usageErrorf("--max-attempts and --dead-letter go together (after N failures the message goes to the dead-letter topic)")
+	case opts.deadLetter == opts.topic:
+		return usageErrorf("--dead-letter must be another topic than %s", render.Escape(opts.topic))
+	}
+	if opts.deadLetter != "" {
+		if err := validateTopicName(opts.deadLetter); err != nil {
+			return err
+		}
 	}
 	if _, err := parseExitCodes(opts.ackExitCodes); err != nil {
 		return err
@@ -231,16 +253,19 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	}
 
 	var h consumer.Handler
+	var sup *supervisor.Supervisor
 	if opts.command == nil {
 		h = consumer.NewPrinter(f.IO.Out, r)
 	} else {
-		if h, err = newSupervisor(f, c, opts); err != nil {
+		if sup, err = newSupervisor(f, c, opts); err != nil {
 			return err
 		}
 		if opts.timeout > 0 {
 			// --timeout counts from the start: the topic info above is part of the run.
 			co.Timeout = max(opts.timeout-time.Since(start), time.Nanosecond)
 		}
+		h = sup
+		defer announceStop(f, sup)()
 	}
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
 	printStats(f, opts.stats, res.Stats)
@@ -260,20 +285,27 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	if err != nil {
 		return exitWith(ExitFailed, err)
 	}
-	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res)))
+	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res, sup)))
 }
 
-func failureSummary(res consumer.Result) string {
+func failureSummary(res consumer.Result, sup *supervisor.Supervisor) string {
 	s := res.Stats
 	var parts []string
+	var commands int64 // counted in failed too
+	if sup != nil {
+		commands = sup.Failures()
+	}
+	if commands > 0 {
+		parts = append(parts, countOf(commands, "command failed", "commands failed"))
+	}
 	if res.Declined > 0 {
-		parts = append(parts, countOf(res.Declined, "command failed", "commands failed"))
+		parts = append(parts, countOf(res.Declined, "command stopped at shutdown", "commands stopped at shutdown"))
 	}
 	if s.TimedOut > 0 {
 		parts = append(parts, fmt.Sprintf("%d timed out", s.TimedOut))
 	}
-	if s.Failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d could not be handled or settled", s.Failed))
+	if n := s.Failed - commands; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d could not be handled or settled", n))
 	}
 	if s.Bugs > 0 {
 		parts = append(parts, countOf(s.Bugs, "double settlement refused (a bug)", "double settlements refused (a bug)"))
@@ -304,6 +336,16 @@ func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.
 			lease = 30 * time.Second
 		}
 	}
+	if opts.deadLetter != "" {
+		// A dead-letter topic that is not there would fail only at the last attempt of
+		// some message, long after start: say it now. (Other answers, 403 for one, are
+		// left to the produce: topic info needs a grant the produce does not.)
+		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+		defer cancel()
+		if _, err := c.Topic(ctx, opts.deadLetter); client.StatusOf(err) == http.StatusNotFound {
+			return nil, apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), opts.deadLetter)
+		}
+	}
 	codes, _ := parseExitCodes(opts.ackExitCodes)
 	s, err := supervisor.New(supervisor.Options{
 		Command:           opts.command,
@@ -313,6 +355,11 @@ func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.
 		KillGrace:         opts.killGrace,
 		ShutdownGrace:     opts.shutdownGrace,
 		RetryDelay:        opts.retryDelay,
+		RetryDelayMax:     opts.retryDelayMax,
+		MaxAttempts:       opts.maxAttempts,
+		DeadLetter:        opts.deadLetter,
+		Producer:          c,
+		Verbose:           f.global.verbose,
 		AckExitCodes:      codes,
 		Topic:             opts.topic,
 		Addr:              c.BaseURL(),
@@ -325,6 +372,50 @@ func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.
 	}
 	return s, nil
 }
+
+// announceStop says at the first signal what exec mode still waits for; the func it
+// returns ends the watch.
+func announceStop(f *Factory, sup *supervisor.Supervisor) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-f.Signals.Soft:
+		case <-done:
+			return
+		}
+		again := "Ctrl-C again to stop them"
+		if f.Signals.Received() != syscall.SIGINT {
+			again = "a second signal stops them"
+		}
+		if line := sup.StopNotice(again); line != "" {
+			if f.IO.IsStderrTTY() {
+				line = "\n" + line // after the terminal's ^C
+			}
+			sup.Say(line)
+		}
+	}()
+	return func() { close(done) }
+}
+
+// execHelp ends sub's help: how failures are retried, and every counter.
+const execHelp = `
+
+A command that fails is nacked at once; when the same message fails again in this run
+it is held (its lease kept) 2s, 4s, ... up to --retry-delay-max before it is given
+back, with a line on stderr per failure. --max-attempts N --dead-letter TOPIC: its
+N-th failure produces the payload (same key) to TOPIC and acks it.
+
+Counters (--stats):
+  received       messages taken
+  acked          acks the node confirmed
+  nacked         messages given back
+  failed         commands that failed or could not start, and settlements never confirmed
+  timed_out      commands stopped after --max-processing-time
+  lease_lost     leases gone (410, or no extend confirmed for a whole lease): nothing settled
+  ack_gone       acks answered 410: the message may be delivered again
+  retries        settlement requests sent again (502, 503, no answer)
+  bugs           second settlements of one message, refused
+  dead_lettered  messages produced to --dead-letter, then acked`
 
 // printStats writes the counters on stderr: asked for, or on a terminal.
 func printStats(f *Factory, mode string, s consumer.Stats) {

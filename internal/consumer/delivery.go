@@ -38,6 +38,17 @@ const (
 	TimedOut
 )
 
+// DeadLettered acks a delivery whose handling failed for good (why: Failed or
+// TimedOut) once it was copied to a dead-letter topic: it counts that failure,
+// dead_lettered, and (on a 204) acked.
+func (d Delivery) DeadLettered(why Cause) error {
+	err := d.d.s.settle(client.Ack, why, []*delivery{d.d})
+	if !errors.Is(err, ErrAlreadySettled) {
+		d.d.s.c.deadLettered.Add(1)
+	}
+	return err
+}
+
 // Delivery is one leased message handed to a Handler. It is a small value whose
 // settlement state is shared behind a pointer, so copies (in closures, structs, other
 // goroutines) agree: the first settlement wins and any later one returns
@@ -133,7 +144,7 @@ func settleAll(a client.Action, why Cause, ds []Delivery) error {
 
 // counters are the run's live counts; Stats is their snapshot.
 type counters struct {
-	received, acked, nacked, failed, timedOut, leaseLost, ackGone, retries, bugs atomic.Int64
+	received, acked, nacked, failed, timedOut, leaseLost, ackGone, retries, bugs, deadLettered atomic.Int64
 	// declined is not a published counter: it is what makes a run's outcome a failure
 	// when a handler said no.
 	declined atomic.Int64
@@ -150,6 +161,8 @@ func (c *counters) snapshot() Stats {
 		AckGone:   c.ackGone.Load(),
 		Retries:   c.retries.Load(),
 		Bugs:      c.bugs.Load(),
+
+		DeadLettered: c.deadLettered.Load(),
 	}
 }
 
@@ -233,18 +246,16 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 		}
 		handles = append(handles, d.msg.ReceiptHandle)
 	}
-	if a == client.Nack {
-		// The decision is counted whatever the broker answers: a failed command is a
-		// failure even if its nack is lost.
-		n := int64(len(handles))
-		switch why {
-		case Declined:
-			s.c.declined.Add(n)
-		case Failed:
-			s.c.failed.Add(n)
-		case TimedOut:
-			s.c.timedOut.Add(n)
-		}
+	// The decision is counted whatever the broker answers: a failed command is a
+	// failure even if its nack is lost. (A plain ack's cause is GiveBack: nothing.)
+	n := int64(len(handles))
+	switch why {
+	case Declined:
+		s.c.declined.Add(n)
+	case Failed:
+		s.c.failed.Add(n)
+	case TimedOut:
+		s.c.timedOut.Add(n)
 	}
 	if s.noAck || len(handles) == 0 {
 		return first

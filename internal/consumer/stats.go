@@ -26,6 +26,9 @@ type Stats struct {
 	Retries int64 `json:"retries"`
 	// Bugs is second settlements of one delivery, refused.
 	Bugs int64 `json:"bugs"`
+	// DeadLettered is messages copied to the dead-letter topic after failing for good,
+	// then acked (exec mode).
+	DeadLettered int64 `json:"dead_lettered"`
 }
 
 // Stat is one counter, by name, for a table.
@@ -46,6 +49,7 @@ func (s Stats) Pairs() []Stat {
 		{"ack_gone", s.AckGone},
 		{"retries", s.Retries},
 		{"bugs", s.Bugs},
+		{"dead_lettered", s.DeadLettered},
 	}
 }
 

@@ -7,12 +7,12 @@ import (
 )
 
 func TestStatsJSONAndPairsAgree(t *testing.T) {
-	s := Stats{Received: 1, Acked: 2, Nacked: 3, Failed: 4, TimedOut: 5, LeaseLost: 6, AckGone: 7, Retries: 8, Bugs: 9}
+	s := Stats{Received: 1, Acked: 2, Nacked: 3, Failed: 4, TimedOut: 5, LeaseLost: 6, AckGone: 7, Retries: 8, Bugs: 9, DeadLettered: 10}
 	var b bytes.Buffer
 	if err := s.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"received":1,"acked":2,"nacked":3,"failed":4,"timed_out":5,"lease_lost":6,"ack_gone":7,"retries":8,"bugs":9}` + "\n"
+	want := `{"received":1,"acked":2,"nacked":3,"failed":4,"timed_out":5,"lease_lost":6,"ack_gone":7,"retries":8,"bugs":9,"dead_lettered":10}` + "\n"
 	if b.String() != want {
 		t.Errorf("JSON %s, want %s", b.String(), want)
 	}

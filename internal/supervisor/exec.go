@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
 )
 
 // outputDrain bounds how long a command's output is read after its process group is
@@ -28,6 +29,7 @@ type child struct {
 	pgid   int
 	exited chan struct{} // closed once it exited and its group was killed
 	done   chan struct{} // closed once it exited, its group is gone and its output is read
+	tail   tail          // the end of its stderr
 }
 
 // start runs the command for m with stdin as its standard input, in a process group
@@ -68,8 +70,12 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go func() { defer pumps.Done(); s.out.pump(outR, s.out.stdout, prefix) }()
-	go func() { defer pumps.Done(); s.out.pump(errR, s.out.stderr, prefix) }()
+	go func() { defer pumps.Done(); s.out.pump(outR, s.out.stdout, prefix, nil) }()
+	var errTail *tail
+	if s.o.Verbose {
+		errTail = &c.tail
+	}
+	go func() { defer pumps.Done(); s.out.pump(errR, s.out.stderr, prefix, errTail) }()
 	go func() {
 		// A command that does not read its input gets EPIPE here, which is its right.
 		_, _ = inW.Write(stdin)
@@ -98,6 +104,40 @@ func closeAll(fs ...*os.File) {
 
 // exitCode is the command's exit status, -1 when a signal ended it.
 func (c *child) exitCode() int { return c.cmd.ProcessState.ExitCode() }
+
+// how says what ended the command: "exit 1", or "signal: killed".
+func (c *child) how() string {
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "signal: " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit %d", c.exitCode())
+}
+
+// tailSize is how much of a command's stderr is kept for its failure line.
+const tailSize = 200
+
+// tail keeps the last tailSize bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailSize; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String is the kept text on one line, escaped for a terminal.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return oneLine(string(t.buf))
+}
 
 // terminate asks the process group to stop (SIGTERM) and kills it after grace, or at
 // once when ctx ends (the hard stop); it returns once the command is gone.
@@ -218,13 +258,17 @@ type output struct {
 // maxLine is the longest line held back whole; a longer one goes out in pieces.
 const maxLine = 64 << 10
 
-func (o *output) pump(r io.Reader, w io.Writer, prefix string) {
+// pump passes r on to w a line at a time, and keeps its end in t (if not nil).
+func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail) {
 	br := bufio.NewReaderSize(r, maxLine)
 	var buf []byte
 	midLine := false
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
+			if t != nil {
+				_, _ = t.Write(chunk)
+			}
 			buf = buf[:0]
 			if !midLine {
 				buf = append(buf, prefix...)
@@ -247,10 +291,23 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string) {
 	}
 }
 
-// notice is a line of narad's own about a message, on stderr. Once a stop came (the
-// soft one, or ctx's end) it waits for the lock only outputDrain more, then drops the
-// line: the message it is about must still be settled and the stop must end.
+// notice is a line of narad's own about a message on stderr, "[p1 @3] text".
 func (o *output) notice(ctx context.Context, m *client.Message, text string) {
+	o.line(ctx, fmt.Sprintf("[p%d @%d] %s", m.Partition, m.Offset, oneLine(text)))
+}
+
+// oneLine makes text safe to print as one line on a terminal: line breaks become
+// " | " and control characters visible escapes.
+func oneLine(text string) string {
+	text = strings.TrimSpace(text)
+	text = strings.NewReplacer("\r\n", " | ", "\n", " | ", "\r", " | ", "\t", " ").Replace(text)
+	return render.Escape(text)
+}
+
+// line writes a line of narad's own on stderr. Once a stop came (the soft one, or
+// ctx's end) it waits for the lock only outputDrain more, then drops the line: what
+// it is about must still be settled and the stop must end.
+func (o *output) line(ctx context.Context, text string) {
 	select {
 	case o.lock <- struct{}{}:
 	case <-o.quit:
@@ -263,7 +320,7 @@ func (o *output) notice(ctx context.Context, m *client.Message, text string) {
 		}
 	}
 	defer func() { <-o.lock }()
-	fmt.Fprintf(o.stderr, "narad: p%d @%d: %s\n", m.Partition, m.Offset, text)
+	_, _ = io.WriteString(o.stderr, text+"\n")
 }
 
 func (o *output) lockWithin(d time.Duration) bool {

@@ -12,20 +12,28 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 )
 
+// Producer is the part of *client.Client a dead-letter topic needs.
+type Producer interface {
+	Produce(ctx context.Context, topic string, body []byte, o client.ProduceOptions) error
+}
+
 // Options configure a Supervisor. Zero durations take the defaults shown.
 type Options struct {
 	// Command is the program and its arguments, run without a shell.
 	Command []string
-	// Concurrency is how many commands may run at once (default 1).
+	// Concurrency is how many commands may run at once (default 1). As many failed
+	// messages again may be held waiting out their retry delay.
 	Concurrency int
 	// Lease is the topic's visibility timeout (or the --lease override); the lease is
-	// extended every Lease/3. Required.
+	// extended every Lease/3, and taken as lost once no extend succeeded for Lease.
+	// Required.
 	Lease time.Duration
 	// MaxProcessingTime stops a command that runs longer and nacks its message
 	// (default 5m).
@@ -37,8 +45,18 @@ type Options struct {
 	// before they are stopped and nacked (default 30s).
 	ShutdownGrace time.Duration
 	// RetryDelay holds a failed message's lease (still extended) this long before the
-	// nack, so it is not offered again sooner; 0 nacks at once.
+	// nack, so it is not offered again sooner; 0 nacks a first failure at once.
 	RetryDelay time.Duration
+	// RetryBackoff is the base of the hold for a message that fails again in this
+	// run: its n-th failure holds it RetryBackoff·2^(n-1) (default 1s, so the second
+	// failure holds 2s, the third 4s), capped at RetryDelayMax (default 1m).
+	RetryBackoff, RetryDelayMax time.Duration
+	// MaxAttempts, with DeadLetter, is how many failures of one message this process
+	// allows: the last one produces the payload (same key) to DeadLetter through
+	// Producer and acks the original. 0 means no limit.
+	MaxAttempts int
+	DeadLetter  string
+	Producer    Producer
 	// AckExitCodes are exit codes that ack besides 0.
 	AckExitCodes []int
 	// Topic is NARAD_TOPIC for a message that does not name its topic.
@@ -47,8 +65,10 @@ type Options struct {
 	Addr string
 	// Prefix puts "[p4 @0] " before each line the command writes.
 	Prefix bool
+	// Verbose adds the last lines a failed command wrote on stderr to its failure line.
+	Verbose bool
 	// Stdout and Stderr receive the commands' output, whole lines at a time (nil
-	// discards).
+	// discards); Stderr also gets a line per failure.
 	Stdout, Stderr io.Writer
 	// Env is the environment the NARAD_* variables are added to; nil means os.Environ().
 	Env []string
@@ -59,16 +79,19 @@ type Options struct {
 
 // Supervisor runs a command per delivery. It serves one consumer.Run.
 type Supervisor struct {
-	o    Options
-	acks map[int]bool
-	env  []string
-	out  *output
+	o        Options
+	acks     map[int]bool
+	env      []string
+	out      *output
+	attempts *attempts
+	failures atomic.Int64 // commands that failed (not timed out)
 
 	sem chan struct{} // a token per running command
 
 	mu      sync.Mutex
+	waiting int // leases held waiting for a run slot
 	running int // commands started and not yet ended
-	held    int // leases held with no command running: waiting for a slot, or in RetryDelay
+	holding int // leases held after a failure, waiting out the retry delay
 	changed chan struct{}
 
 	wg        sync.WaitGroup
@@ -79,30 +102,28 @@ type Supervisor struct {
 
 // New checks o and returns a Supervisor.
 func New(o Options) (*Supervisor, error) {
-	if len(o.Command) == 0 || o.Command[0] == "" {
+	switch {
+	case len(o.Command) == 0 || o.Command[0] == "":
 		return nil, errors.New("supervisor: no command")
-	}
-	if o.Lease <= 0 {
+	case o.Lease <= 0:
 		return nil, errors.New("supervisor: the lease duration is required")
-	}
-	if o.Concurrency < 0 {
+	case o.Concurrency < 0:
 		return nil, errors.New("supervisor: concurrency must be at least 1")
+	case o.RetryDelay < 0 || o.RetryBackoff < 0 || o.RetryDelayMax < 0:
+		return nil, errors.New("supervisor: retry delays must not be negative")
+	case o.MaxAttempts < 0:
+		return nil, errors.New("supervisor: max attempts must not be negative")
+	case (o.MaxAttempts > 0) != (o.DeadLetter != ""):
+		return nil, errors.New("supervisor: max attempts and a dead-letter topic go together")
+	case o.DeadLetter != "" && o.Producer == nil:
+		return nil, errors.New("supervisor: a dead-letter topic needs a producer")
 	}
-	if o.Concurrency == 0 {
-		o.Concurrency = 1
-	}
-	if o.MaxProcessingTime <= 0 {
-		o.MaxProcessingTime = 5 * time.Minute
-	}
-	if o.KillGrace <= 0 {
-		o.KillGrace = 10 * time.Second
-	}
-	if o.ShutdownGrace <= 0 {
-		o.ShutdownGrace = 30 * time.Second
-	}
-	if o.RetryDelay < 0 {
-		return nil, errors.New("supervisor: retry delay must not be negative")
-	}
+	o.Concurrency = orDefault(o.Concurrency, 1)
+	o.MaxProcessingTime = orDefault(o.MaxProcessingTime, 5*time.Minute)
+	o.KillGrace = orDefault(o.KillGrace, 10*time.Second)
+	o.ShutdownGrace = orDefault(o.ShutdownGrace, 30*time.Second)
+	o.RetryBackoff = orDefault(o.RetryBackoff, time.Second)
+	o.RetryDelayMax = orDefault(o.RetryDelayMax, time.Minute)
 	if o.Decode == nil {
 		o.Decode = (*client.Message).PayloadBytes
 	}
@@ -116,9 +137,10 @@ func New(o Options) (*Supervisor, error) {
 	}
 	stopping := make(chan struct{})
 	return &Supervisor{
-		o:    o,
-		acks: acks,
-		env:  baseEnv(env),
+		o:        o,
+		acks:     acks,
+		env:      baseEnv(env),
+		attempts: newAttempts(),
 		out: &output{lock: make(chan struct{}, 1), quit: stopping,
 			stdout: orDiscard(o.Stdout), stderr: orDiscard(o.Stderr)},
 		sem:       make(chan struct{}, o.Concurrency),
@@ -128,6 +150,13 @@ func New(o Options) (*Supervisor, error) {
 	}, nil
 }
 
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
 func orDiscard(w io.Writer) io.Writer {
 	if w == nil {
 		return io.Discard
@@ -135,12 +164,15 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// Slots waits until fewer than Concurrency leases are in use (running or held) and
-// says how many more can be taken.
+// Slots waits until a run slot is free and says how many more messages can be
+// taken: at most Concurrency waiting or running, and at most twice that in all
+// counting the messages held after a failure, so a poison message waiting out its
+// backoff does not stop the others while failures cannot pile up leases.
 func (s *Supervisor) Slots(ctx context.Context) (int, error) {
 	for {
 		s.mu.Lock()
-		free := s.o.Concurrency - s.running - s.held
+		busy := s.waiting + s.running
+		free := min(s.o.Concurrency-busy, 2*s.o.Concurrency-busy-s.holding)
 		s.mu.Unlock()
 		if free > 0 {
 			return free, nil
@@ -153,10 +185,24 @@ func (s *Supervisor) Slots(ctx context.Context) (int, error) {
 	}
 }
 
+// Running is how many commands are running now.
+func (s *Supervisor) Running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// Failures is how many commands failed (a code that does not ack, or could not be
+// started) in this run; timed-out commands are counted by the consumer's timed_out.
+func (s *Supervisor) Failures() int64 { return s.failures.Load() }
+
+// Say writes a line of narad's own on stderr, between the commands' lines.
+func (s *Supervisor) Say(line string) { s.out.line(context.Background(), line) }
+
 // Handle starts handling each delivery in its own goroutine and returns at once.
 func (s *Supervisor) Handle(ctx context.Context, ds []consumer.Delivery) error {
 	for _, d := range ds {
-		s.update(func() { s.held++ })
+		s.update(func() { s.waiting++ })
 		s.wg.Add(1)
 		go s.process(ctx, d)
 	}
@@ -204,10 +250,19 @@ type ending int
 const (
 	exited    ending = iota // on its own; see the exit code
 	notRun                  // could not be started
-	leaseLost               // a 410 on extend
+	leaseLost               // the lease was gone (410) or certainly ran out
 	timedOut                // MaxProcessingTime
 	stopped                 // the shutdown grace ran out, or the hard stop
 )
+
+// result is one run of the command.
+type result struct {
+	end  ending
+	code int           // the exit code when exited, -1 for a signal
+	how  string        // what ended it, for a failure line: "exit 1", "signal: killed", ...
+	took time.Duration // from start to end
+	tail string        // the last lines of its stderr, with Verbose
+}
 
 // process carries one delivery from lease to settlement.
 func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
@@ -217,70 +272,141 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 
 	// Wait for a run slot. Normally one is free at once: the loop asks for no more
 	// than there are. A stop first means the message is given back, not started.
+	started := false
 	select {
 	case s.sem <- struct{}{}:
-		if isClosed(s.stopping) || ctx.Err() != nil {
+		started = !isClosed(s.stopping) && ctx.Err() == nil
+		if !started {
 			<-s.sem
-			s.giveBack(d, lease)
-			return
 		}
 	case <-lease.lost:
-		s.giveBack(d, lease)
-		return
 	case <-s.stopping:
-		s.giveBack(d, lease)
-		return
 	case <-ctx.Done():
-		s.giveBack(d, lease)
+	}
+	if !started {
+		s.update(func() { s.waiting-- })
+		s.giveBack(ctx, d, lease)
 		return
 	}
-	s.update(func() { s.held--; s.running++ })
-	end, code := s.run(ctx, d, lease)
-
-	retry := end == exited && !s.acks[code] && s.o.RetryDelay > 0 && !isClosed(s.stopping) && ctx.Err() == nil
+	s.update(func() { s.waiting--; s.running++ })
+	r := s.run(ctx, d, lease)
 	<-s.sem
+	s.settle(ctx, d, lease, r)
+}
+
+// settle turns a run's result into the delivery's one settlement; a failure may
+// first hold the message (its lease kept) for the retry delay.
+func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *leaseKeeper, r result) {
+	m := d.Message()
+	key := keyOf(m)
+	done := func() { s.update(func() { s.running-- }) }
+	switch {
+	case r.end == exited && s.acks[r.code]:
+		// The work is done: ack even if the lease was lost meanwhile. The node takes
+		// it or answers 410 (ack_gone), and either is better than doing it again.
+		done()
+		s.attempts.forget(key)
+		lease.stop()
+		_ = d.Ack()
+		return
+	case r.end == leaseLost || lease.isLost():
+		done()
+		s.letGo(ctx, d, lease, r)
+		return
+	case r.end == stopped:
+		done()
+		lease.stop()
+		s.out.notice(ctx, m, r.describe()+": nacked")
+		_ = d.Nack(consumer.Declined)
+		return
+	}
+
+	// A failure: a code that does not ack, a command that could not start, or one
+	// that ran too long.
+	why := consumer.Failed
+	if r.end == timedOut {
+		why = consumer.TimedOut
+	} else {
+		s.failures.Add(1)
+	}
+	n := s.attempts.add(key, time.Now())
+	attempt := fmt.Sprintf("attempt %d", n)
+	if s.o.MaxAttempts > 0 && n <= s.o.MaxAttempts {
+		attempt = fmt.Sprintf("attempt %d of %d", n, s.o.MaxAttempts)
+	}
+	verdict := "nacked"
+	if s.o.MaxAttempts > 0 && n >= s.o.MaxAttempts {
+		err := s.deadLetter(ctx, m)
+		if err == nil {
+			done()
+			lease.stop()
+			if lease.isLost() {
+				// The copy is made but the original may come again (and be copied again).
+				s.letGo(ctx, d, lease, r)
+				return
+			}
+			s.attempts.forget(key)
+			s.out.notice(ctx, m, fmt.Sprintf("%s: produced to %s and acked (%s)%s", r.describe(), s.o.DeadLetter, attempt, r.tailText()))
+			_ = d.DeadLettered(why)
+			return
+		}
+		verdict = fmt.Sprintf("cannot produce to %s (%v): nacked", s.o.DeadLetter, err)
+	}
+
+	hold := s.holdFor(n)
+	if isClosed(s.stopping) || ctx.Err() != nil || lease.isLost() {
+		hold = 0
+	}
+	// A held message keeps its lease but not its run slot: see Slots.
 	s.update(func() {
-		// A message waiting out RetryDelay still holds a lease, so it keeps its slot.
 		s.running--
-		if retry {
-			s.held++
+		if hold > 0 {
+			s.holding++
 		}
 	})
-	if retry {
-		s.waitRetry(ctx, lease)
-		defer s.update(func() { s.held-- })
+	if hold > 0 {
+		verdict += ", next try in " + shortDuration(hold)
 	}
-
+	s.out.notice(ctx, m, fmt.Sprintf("%s: %s (%s)%s", r.describe(), verdict, attempt, r.tailText()))
+	if hold > 0 {
+		s.waitHold(ctx, lease, hold)
+		defer s.update(func() { s.holding-- })
+	}
 	// Extends stop before the settlement, so none can land after it.
 	lease.stop()
-	switch {
-	case end == leaseLost || lease.isLost():
-		_ = d.LeaseLost()
-	case end == exited && s.acks[code]:
-		_ = d.Ack()
-	case end == exited, end == stopped:
-		_ = d.Nack(consumer.Declined)
-	case end == notRun:
-		_ = d.Nack(consumer.Failed)
-	case end == timedOut:
-		_ = d.Nack(consumer.TimedOut)
+	if lease.isLost() {
+		s.letGo(ctx, d, lease, r)
+		return
 	}
+	_ = d.Nack(why)
 }
 
 // giveBack settles a delivery that never ran.
-func (s *Supervisor) giveBack(d consumer.Delivery, lease *leaseKeeper) {
+func (s *Supervisor) giveBack(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) {
 	lease.stop()
 	if lease.isLost() {
+		s.out.notice(ctx, d.Message(), fmt.Sprintf("not started: %s; nothing settled, it may be delivered again", lease.why()))
 		_ = d.LeaseLost()
 	} else {
 		_ = d.Nack(consumer.GiveBack)
 	}
-	s.update(func() { s.held-- })
 }
 
-// waitRetry holds the lease for RetryDelay, or less at a stop or a lost lease.
-func (s *Supervisor) waitRetry(ctx context.Context, lease *leaseKeeper) {
-	t := time.NewTimer(s.o.RetryDelay)
+// letGo settles nothing for a delivery whose lease is gone: the message may be with
+// another consumer already, and any settlement of ours would be refused (410).
+func (s *Supervisor) letGo(ctx context.Context, d consumer.Delivery, lease *leaseKeeper, r result) {
+	lease.stop()
+	what := r.describe()
+	if r.end == leaseLost {
+		what = fmt.Sprintf("stopped after %.2fs", r.took.Seconds())
+	}
+	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: %s; nothing settled, it may be delivered again", what, lease.why()))
+	_ = d.LeaseLost()
+}
+
+// waitHold holds the lease for d, or less at a stop or a lost lease.
+func (s *Supervisor) waitHold(ctx context.Context, lease *leaseKeeper, d time.Duration) {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -290,94 +416,73 @@ func (s *Supervisor) waitRetry(ctx context.Context, lease *leaseKeeper) {
 	}
 }
 
+// deadLetter produces m's payload, with its key, to the dead-letter topic.
+func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message) error {
+	body, err := s.o.Decode(m)
+	if err != nil {
+		// Not decodable as the node described it: keep what the node sent.
+		body = m.Payload
+	}
+	var po client.ProduceOptions
+	if key, ok, err := m.KeyBytes(); ok {
+		k := string(key)
+		if err != nil {
+			k = *m.Key
+		}
+		po.Key = &k
+	}
+	return s.o.Producer.Produce(ctx, s.o.DeadLetter, body, po)
+}
+
 // run runs the command for d and waits for it to end one way or another.
-func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) (ending, int) {
+func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) result {
 	m := d.Message()
 	stdin, err := s.o.Decode(m)
 	if err != nil {
-		s.out.notice(ctx, m, fmt.Sprintf("cannot decode the payload: %v", err))
-		return notRun, 0
+		return result{end: notRun, how: fmt.Sprintf("cannot decode the payload (%v)", err)}
 	}
+	began := time.Now()
 	c, err := s.start(m, stdin)
 	if err != nil {
-		s.out.notice(ctx, m, fmt.Sprintf("cannot start %s: %v", s.o.Command[0], err))
-		return notRun, 0
+		return result{end: notRun, how: fmt.Sprintf("cannot start %s (%v)", s.o.Command[0], err)}
 	}
 	limit := time.NewTimer(s.o.MaxProcessingTime)
 	defer limit.Stop()
+	r := result{end: exited}
 	select {
 	case <-c.done:
-		return exited, c.exitCode()
 	case <-lease.lost:
+		r.end = leaseLost
 		c.terminate(ctx, s.o.KillGrace)
-		return leaseLost, 0
 	case <-limit.C:
+		r.end = timedOut
 		c.terminate(ctx, s.o.KillGrace)
-		return timedOut, 0
 	case <-s.graceOver:
+		r.end = stopped
 		c.terminate(ctx, s.o.KillGrace)
-		return stopped, 0
 	case <-ctx.Done():
+		r.end = stopped
 		c.kill()
-		return stopped, 0
 	}
-}
-
-// leaseKeeper extends one delivery's lease every Lease/3 until stopped or lost.
-type leaseKeeper struct {
-	lost     chan struct{} // closed on a 410
-	cancel   context.CancelFunc
-	done     chan struct{}
-	stopOnce sync.Once
-}
-
-func (s *Supervisor) keep(d consumer.Delivery) *leaseKeeper {
-	// Extends go on through the soft stop (running commands keep their leases during
-	// the grace), so they are not tied to the run's context; stop ends them.
-	ctx, cancel := context.WithCancel(context.Background())
-	k := &leaseKeeper{lost: make(chan struct{}), cancel: cancel, done: make(chan struct{})}
-	every := s.o.Lease / 3
-	go func() {
-		defer close(k.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			// An extend that takes a whole lease is too late to matter.
-			ectx, cancel := context.WithTimeout(ctx, s.o.Lease)
-			err := d.Extend(ectx)
-			cancel()
-			if errors.Is(err, consumer.ErrLeaseGone) {
-				close(k.lost)
-				return
-			}
-			// Any other failure (the client already retried 502/503) is tried again
-			// at the next tick; if the lease lapses meanwhile, that extend says 410.
-		}
-	}()
-	return k
-}
-
-// stop ends the extends and waits for one in flight, so that no extend can reach
-// the broker after the settlement that follows.
-func (k *leaseKeeper) stop() {
-	k.stopOnce.Do(func() {
-		k.cancel()
-		<-k.done
-	})
-}
-
-func (k *leaseKeeper) isLost() bool { return isClosed(k.lost) }
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
+	r.took = time.Since(began)
+	r.code = c.exitCode()
+	r.how = c.how()
+	if s.o.Verbose {
+		r.tail = c.tail.String()
 	}
+	return r
+}
+
+// StopNotice is the line for the first signal when commands are running: what the
+// soft stop waits for and how to cut it short (again); "" when none runs.
+func (s *Supervisor) StopNotice(again string) string {
+	n := s.Running()
+	if n == 0 {
+		return ""
+	}
+	what := "1 running command"
+	if n > 1 {
+		what = fmt.Sprintf("%d running commands", n)
+	}
+	return fmt.Sprintf("waiting for %s (up to %s); %s", what, shortDuration(s.o.ShutdownGrace), again)
 }
