@@ -50,16 +50,16 @@ type child struct {
 func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	// Our own pipes rather than exec's copying goroutines: Wait then returns when the
 	// process exits, not when every process holding its output has exited too.
-	inR, inW, err := os.Pipe()
+	inW, inR, err := childPipe(true)
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := childPipe(false)
 	if err != nil {
 		closeAll(inR, inW)
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := childPipe(false)
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
 		return nil, err
