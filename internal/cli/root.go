@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,10 @@ func Main(args []string) int {
 
 // Run executes one invocation against f and returns the exit code; it prints the
 // one fatal line itself so that no command ever prints a stack trace or usage dump.
-func Run(f *Factory, args []string) (code int) {
+func Run(f *Factory, args []string) int { return run(f, args, newRootFor) }
+
+// run is Run with the command tree from build (a test compares trees).
+func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Command) (code int) {
 	defer func() {
 		// A panic is a bug, but the user still gets one line and a failing code.
 		if r := recover(); r != nil {
@@ -66,7 +70,7 @@ func Run(f *Factory, args []string) (code int) {
 			code = ExitFailed
 		}
 	}()
-	root := NewRootCmd(f)
+	root := build(f, args)
 	root.SetArgs(args)
 	err := root.Execute()
 	code = exitCodeFor(err)
@@ -94,6 +98,71 @@ func oneLine(s string) string {
 
 // NewRootCmd builds a fresh command tree (no global state: tests build many).
 func NewRootCmd(f *Factory) *cobra.Command {
+	root := newRoot(f)
+	for _, t := range topCommands() {
+		root.AddCommand(t.build(f))
+	}
+	strictHelp(root)
+	return root
+}
+
+// topCommand is a command of the root, with its name and aliases known before it is
+// built (a test keeps them equal to what the command says).
+type topCommand struct {
+	name    string
+	aliases []string
+	build   func(*Factory) *cobra.Command
+}
+
+// topCommands are the root's commands, in the order help lists them.
+func topCommands() []topCommand {
+	settle := func(name string, a client.Action) func(*Factory) *cobra.Command {
+		return func(f *Factory) *cobra.Command { return newSettleCmd(f, name, a) }
+	}
+	return []topCommand{
+		{"sub", nil, newSubCmd},
+		{"produce", []string{"pub"}, newProduceCmd},
+		{"ack", nil, settle("ack", client.Ack)},
+		{"extend", nil, settle("extend", client.Extend)},
+		{"nack", nil, settle("nack", client.Nack)},
+		{"replay", nil, newReplayCmd},
+		{"topic", nil, newTopicCmd},
+		{"user", nil, newUserCmd},
+		{"cluster", nil, newClusterCmd},
+		{"status", nil, newStatusCmd},
+		{"context", nil, newContextCmd},
+		{"dev", nil, newDevCmd},
+		{"demo", nil, newDemoCmd},
+		{"version", nil, newVersionCmd},
+		{"completion", nil, newCompletionCmd},
+	}
+}
+
+// newRootFor builds the root with only the command args run: building all fifteen
+// with their flags was most of what narad's start-up cost beyond its libraries'.
+// Cobra's own Find picks the command, on stand-ins that carry only the names, so
+// the flags before it are read as cobra reads them. Anything else gets the whole
+// tree: no command, help, completion (its scripts describe every command), a name
+// cobra does not find (its error suggests the near ones).
+func newRootFor(f *Factory, args []string) *cobra.Command {
+	root := newRoot(f)
+	tops := topCommands()
+	for _, t := range tops {
+		root.AddCommand(&cobra.Command{Use: t.name, Aliases: t.aliases, Run: func(*cobra.Command, []string) {}})
+	}
+	found, _, err := root.Find(args)
+	i := slices.IndexFunc(tops, func(t topCommand) bool { return found != nil && t.name == found.Name() })
+	if err != nil || i < 0 || found.Name() == "completion" {
+		return NewRootCmd(f)
+	}
+	root.ResetCommands()
+	root.AddCommand(tops[i].build(f))
+	strictHelp(root)
+	return root
+}
+
+// newRoot is the root command alone, with the global flags.
+func newRoot(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "narad",
 		Short: "Work with a Narad message broker from the command line",
@@ -137,24 +206,6 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	pf.BoolVarP(&f.global.verbose, "verbose", "v", false, "log each HTTP request, status and latency on stderr")
 	pf.BoolVar(&f.global.curl, "curl", false, "before each request, print the curl command that makes it on stderr (credentials as $NARAD_USER:$NARAD_PASS)")
 
-	root.AddCommand(
-		newSubCmd(f),
-		newProduceCmd(f),
-		newSettleCmd(f, "ack", client.Ack),
-		newSettleCmd(f, "extend", client.Extend),
-		newSettleCmd(f, "nack", client.Nack),
-		newReplayCmd(f),
-		newTopicCmd(f),
-		newUserCmd(f),
-		newClusterCmd(f),
-		newStatusCmd(f),
-		newContextCmd(f),
-		newDevCmd(f),
-		newDemoCmd(f),
-		newVersionCmd(f),
-		newCompletionCmd(f),
-	)
-	strictHelp(root)
 	return root
 }
 

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -314,7 +315,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 
 // requestPrefix is the method and URL a transport error starts with; the handle
 // is already on the line, and the URL repeats it.
-var requestPrefix = regexp.MustCompile(`^[A-Za-z]+ "[^"]*": `)
+var requestPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z]+ "[^"]*": `) })
 
 // settleFailureLine is the stderr line for one handle's result, "" on success:
 // "narad: ack 4:0:123: lease gone (410 receipt handle no longer matches ...)".
@@ -330,7 +331,7 @@ func settleFailureLine(action string, r client.SettleResult) string {
 	case r.Status == http.StatusGone:
 		return fmt.Sprintf("narad: %s %s: lease gone (410 %s)", action, h, msg)
 	case r.Status == 0:
-		return fmt.Sprintf("narad: %s %s: no answer (%s)", action, h, requestPrefix.ReplaceAllString(msg, ""))
+		return fmt.Sprintf("narad: %s %s: no answer (%s)", action, h, requestPrefix().ReplaceAllString(msg, ""))
 	}
 	return fmt.Sprintf("narad: %s %s: failed (%d %s)", action, h, r.Status, msg)
 }
