@@ -170,6 +170,9 @@ func newRoot(f *Factory) *cobra.Command {
 			"supervises a command per message while holding its lease, and runs a local broker.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Our own completion command is in the whole tree; a tree of one command would
+		// otherwise get cobra's, built at every run and never reachable.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch f.global.color {
 			case "auto", "always", "never":
