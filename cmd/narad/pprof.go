@@ -9,8 +9,10 @@ import (
 	"runtime/pprof"
 )
 
-// With -tags pprof, NARAD_CPUPROFILE=FILE writes a CPU profile of the run and
-// NARAD_MEMPROFILE=FILE a heap profile at its end (go tool pprof reads both).
+// With -tags pprof, NARAD_CPUPROFILE=FILE writes a CPU profile of the run,
+// NARAD_MEMPROFILE=FILE a heap profile at its end (go tool pprof reads both), and
+// NARAD_MEMSTATS=FILE the runtime's memory figures on stderr and the
+// process's memory map (/proc/self/smaps) in FILE at the end.
 func init() {
 	profile = func() func() {
 		var cpu *os.File
@@ -29,6 +31,16 @@ func init() {
 			if cpu != nil {
 				pprof.StopCPUProfile()
 				_ = cpu.Close()
+			}
+			if os.Getenv("NARAD_MEMSTATS") != "" {
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				fmt.Fprintf(os.Stderr, "memstats: sys %d KiB: heap sys %d inuse %d idle %d released %d; stacks %d; mspan %d; gc %d; other %d; %d GCs, %d MiB allocated\n",
+					m.Sys>>10, m.HeapSys>>10, m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackSys>>10,
+					m.MSpanSys>>10, m.GCSys>>10, m.OtherSys>>10, m.NumGC, m.TotalAlloc>>20)
+				if b, err := os.ReadFile("/proc/self/smaps"); err == nil {
+					_ = os.WriteFile(os.Getenv("NARAD_MEMSTATS"), b, 0o600)
+				}
 			}
 			if path := os.Getenv("NARAD_MEMPROFILE"); path != "" {
 				f, err := os.Create(path)

@@ -271,24 +271,24 @@ func singles(idx []int) [][]int {
 // 64 KiB of body.
 func (s *settler) chunks(pending []int) [][]int {
 	const overhead = len(`{"receipt_handles":[]}`)
-	var jobs [][]int
-	var cur []int
+	// Each batch is a run of pending itself: the round uses them before pending
+	// changes.
+	jobs := make([][]int, 0, (len(pending)+maxBatchHandles-1)/maxBatchHandles)
+	start := 0
 	size := overhead
-	for _, i := range pending {
-		enc, _ := json.Marshal(s.res[i].Handle)
-		n := len(enc)
-		if len(cur) > 0 {
+	for k, i := range pending {
+		n := jsonStringLen(s.res[i].Handle)
+		if k > start {
 			n++ // the comma
 		}
-		if len(cur) > 0 && (len(cur) == maxBatchHandles || size+n > maxBatchBody) {
-			jobs = append(jobs, cur)
-			cur, size, n = nil, overhead, n-1
+		if k > start && (k-start == maxBatchHandles || size+n > maxBatchBody) {
+			jobs = append(jobs, pending[start:k:k])
+			start, size, n = k, overhead, n-1
 		}
-		cur = append(cur, i)
 		size += n
 	}
-	if len(cur) > 0 {
-		jobs = append(jobs, cur)
+	if len(pending) > start {
+		jobs = append(jobs, pending[start:len(pending):len(pending)])
 	}
 	return jobs
 }
@@ -324,14 +324,8 @@ func (s *settler) single(ctx context.Context, i int) {
 
 // batch settles handles with one {"receipt_handles":[...]} body.
 func (s *settler) batch(ctx context.Context, idx []int) {
-	hs := make([]string, len(idx))
-	for k, i := range idx {
-		hs[k] = s.res[i].Handle
-	}
 	r := s.request()
-	r.body, _ = json.Marshal(struct {
-		ReceiptHandles []string `json:"receipt_handles"`
-	}{hs})
+	r.body = s.ackBody(idx)
 	resp, err := s.c.send(ctx, r)
 	if err != nil {
 		retry := ctx.Err() == nil && retryableTransport(err)
@@ -390,6 +384,57 @@ func (s *settler) batch(ctx context.Context, idx []int) {
 	for _, i := range idx {
 		s.record(i, e.Status, e.Message, e, retryableStatus(e.Status))
 	}
+}
+
+// ackBody is the batch ack body for the handles at idx: {"receipt_handles":[...]},
+// byte for byte what json.Marshal writes, in one allocation.
+func (s *settler) ackBody(idx []int) []byte {
+	const head, tail = `{"receipt_handles":[`, `]}`
+	size := len(head) + len(tail)
+	for _, i := range idx {
+		size += jsonStringLen(s.res[i].Handle) + 1
+	}
+	body := make([]byte, 0, size)
+	body = append(body, head...)
+	for k, i := range idx {
+		if k > 0 {
+			body = append(body, ',')
+		}
+		body = appendJSONString(body, s.res[i].Handle)
+	}
+	return append(body, tail...)
+}
+
+// plainJSON reports whether json.Marshal writes s as s in quotes: printable ASCII
+// without the characters it escapes. Receipt handles ("4:0:3327358780392153864") are.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// jsonStringLen is the length of s as json.Marshal writes it.
+func jsonStringLen(s string) int {
+	if plainJSON(s) {
+		return len(s) + 2
+	}
+	enc, _ := json.Marshal(s)
+	return len(enc)
+}
+
+// appendJSONString appends s as json.Marshal writes it.
+func appendJSONString(dst []byte, s string) []byte {
+	if plainJSON(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	enc, _ := json.Marshal(s)
+	return append(dst, enc...)
 }
 
 func (s *settler) refuseBatch(idx []int) {
