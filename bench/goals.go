@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -147,8 +149,36 @@ func (b *bench) startup() []row {
 		r.met = r.ratio <= 1.2
 		b.logf("  %s: baseline %.2f ms, narad %.2f ms (medians of %d starts)", cmd, r.base, r.narad, b.starts)
 		rows = append(rows, r)
+		// Instructions do not depend on the machine's load; valgrind counts them (in
+		// user space only: exec and page faults are not in it).
+		if _, err := exec.LookPath("valgrind"); err == nil {
+			ib, in := instructions(b.baseline, args), instructions(b.narad, args)
+			r := row{goal: "5 start-up", command: cmd + " (instructions, user space)", baseline: "the same minimal binary",
+				unit: "M instr", base: ib / 1e6, narad: in / 1e6, ratio: in / ib, target: "≤ 1.2×"}
+			r.met = r.ratio <= 1.2
+			rows = append(rows, r)
+		}
 	}
 	return rows
+}
+
+// instructions counts the instructions one run of argv executes, with valgrind.
+func instructions(bin string, args []string) float64 {
+	argv := append([]string{"--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", bin}, args...)
+	out, err := exec.Command("valgrind", argv...).CombinedOutput()
+	if err != nil {
+		fatalf("valgrind %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, refs, ok := strings.Cut(line, "I   refs:"); ok {
+			n, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(refs), ",", ""), 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	fatalf("valgrind %s: no instruction count in\n%s", strings.Join(args, " "), out)
+	return 0
 }
 
 // memory: narad's peak RSS draining memN messages against draining 1% of that.

@@ -66,6 +66,7 @@ func main() {
 	flag.IntVar(&b.legacyN, "legacy-n", 5000, "messages for the older-node goal")
 	flag.IntVar(&b.memN, "mem-n", 100000, "messages for the memory goal's large drain (the small one is 1% of it)")
 	flag.BoolVar(&b.verbose, "v", false, "print every sample on stderr")
+	flag.StringVar(&b.prebuilt, "narad", "", "measure this narad binary instead of building ./cmd/narad (to compare a commit with another)")
 	flag.Parse()
 
 	var run []goal
@@ -97,6 +98,8 @@ type bench struct {
 	narad    string
 	baseline string
 
+	prebuilt string
+
 	runs, starts                                     int
 	execN, produceN, produceJ, drainN, legacyN, memN int
 	verbose                                          bool
@@ -113,7 +116,14 @@ func (b *bench) setup() error {
 	}
 	b.narad = filepath.Join(b.dir, "narad")
 	b.baseline = filepath.Join(b.dir, "startup-baseline")
-	for out, pkg := range map[string]string{b.narad: "./cmd/narad", b.baseline: "./bench/startup-baseline"} {
+	builds := map[string]string{b.narad: "./cmd/narad", b.baseline: "./bench/startup-baseline"}
+	if b.prebuilt != "" {
+		if b.narad, err = filepath.Abs(b.prebuilt); err != nil {
+			return err
+		}
+		delete(builds, filepath.Join(b.dir, "narad"))
+	}
+	for out, pkg := range builds {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -174,6 +184,8 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.2f s", v)
 	case "ms":
 		return fmt.Sprintf("%.2f ms", v)
+	case "M instr":
+		return fmt.Sprintf("%.2f M", v)
 	}
 	return fmt.Sprintf("%.1f %s", v, unit)
 }
