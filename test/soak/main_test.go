@@ -383,6 +383,37 @@ type row struct {
 	hangs    int
 	exits    map[string]int
 	note     string
+	// counts are figures a case adds up over its runs, shown in the note as "name N".
+	counts map[string]int
+	// slowest is the longest time from a last signal to the exit, when a case measures it.
+	slowest time.Duration
+}
+
+func (r *row) count(name string, n int) {
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	r.counts[name] += n
+}
+
+// noteText is the note with the counts and the slowest exit.
+func (r *row) noteText() string {
+	parts := []string{}
+	if r.note != "" {
+		parts = append(parts, r.note)
+	}
+	names := make([]string, 0, len(r.counts))
+	for k := range r.counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", k, r.counts[k]))
+	}
+	if r.slowest > 0 {
+		parts = append(parts, "slowest exit after the last signal "+r.slowest.Round(time.Millisecond).String())
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (r *row) exit(o outcome) {
@@ -415,6 +446,9 @@ func (rp *report) print(t *testing.T) {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tRUNS\tMESSAGES\tLOST\tDUPLICATED\tWHY\tHANGS\tEXIT CODES\tNOTE")
 	for _, r := range rp.rows {
+		if r.runs == 0 {
+			continue // not run (-run chose others)
+		}
 		var codes []string
 		for c, n := range r.exits {
 			codes = append(codes, fmt.Sprintf("%s×%d", c, n))
@@ -425,7 +459,7 @@ func (rp *report) print(t *testing.T) {
 			why = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\n", r.name, r.runs, r.messages, r.lost, r.dup,
-			why, r.hangs, strings.Join(codes, " "), r.note)
+			why, r.hangs, strings.Join(codes, " "), r.noteText())
 	}
 	tw.Flush()
 	if long() {

@@ -11,7 +11,12 @@ import (
 // check filed under one of these keys skips its test (naming the defect and what it saw)
 // instead of failing it, so the suites start green; a key comes out as soon as its fix
 // is merged, and then the check fails like any other.
-var pendingDefects = map[string]string{}
+var pendingDefects = map[string]string{
+	"pipe":          "pending issue 7 defect 1 (| head acks what nobody read; a slow reader's leases lapse)",
+	"abandon":       "pending issue 7 defect 2 (signals ignored while an ack is retried)",
+	"stranded":      "pending issue 7 defect 6 (a signal can strand a batch)",
+	"produce-count": "pending issue 7 defect 7 (produce undercounts after a signal)",
+}
 
 // verdict collects a test's checks: real failures fail the test at once, failures of a
 // pending defect are kept for a skip at the end.
