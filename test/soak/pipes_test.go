@@ -163,7 +163,7 @@ func headRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	v.check("", o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
 	st := stats(t, b, tag)
 	r.count("left held at exit", st.InFlight())
-	v.check("pipe", st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
+	v.check("stranded", st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
 	waitFor(3*headLease, func() bool { return stats(t, b, tag).InFlight() == 0 })
 	st = stats(t, b, tag)
 
@@ -208,7 +208,7 @@ func slowRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	v.check("", o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
 	st := stats(t, b, tag)
 	r.count("left held at exit", st.InFlight())
-	v.check("pipe", st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
+	v.check("stranded", st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
 	r.count("lapsed", st.Lapsed())
 	v.check("pipe", st.Lapsed() == 0, "%s: %d leases ran out while the reader was slow", what, st.Lapsed())
 	if s, ok := parseStats(stderr); ok {
