@@ -26,6 +26,7 @@ func (b *Broker) routes() http.Handler {
 	mux.Handle("GET /v1/topics/{topic}", b.v1(b.handleTopicInfo))
 	mux.Handle("DELETE /v1/topics/{topic}", b.v1(b.handleDeleteTopic))
 	mux.Handle("POST /v1/topics/{topic}/produce", b.v1(b.handleProduce))
+	mux.Handle("POST /v1/topics/{topic}/produce/batch", b.v1(b.handleProduceBatch))
 	mux.Handle("GET /v1/topics/{topic}/consume", b.v1(b.handleConsume))
 	mux.Handle("POST /v1/topics/{topic}/ack", b.v1(b.handleAck))
 	if b.cfg.Log == nil {
@@ -63,7 +64,7 @@ func (b *Broker) v1(h http.HandlerFunc) http.Handler {
 // requestOp is the operation Requests counts an API request under, as its handler does.
 func requestOp(r *http.Request) string {
 	switch r.Pattern {
-	case "POST /v1/topics/{topic}/produce":
+	case "POST /v1/topics/{topic}/produce", "POST /v1/topics/{topic}/produce/batch":
 		return OpProduce
 	case "GET /v1/topics/{topic}/consume":
 		if r.URL.Query().Get("offset") != "" {
