@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bufio"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/narad/narad/internal/iostreams"
+	"github.com/narad/narad/internal/producer"
 )
 
 // cliResult is what one in-process run of narad left behind.
@@ -41,13 +42,13 @@ func runCLI(t *testing.T, stdin io.Reader, tty bool, args ...string) cliResult {
 	return cliResult{code, out.String(), errOut.String()}
 }
 
-// produceServer is a fake node that records produces: 404 for topic "nope", 413 for
-// bodies over 10 bytes, 400 for empty ones.
+// produceServer is a fake older node (no batch produce) that records produces: 404
+// for topic "nope", 413 for bodies over 10 bytes, 400 for empty ones.
 type produceServer struct {
 	*httptest.Server
 	mu   sync.Mutex
 	got  []string // body, and ?key= / ?partition= when present
-	hits int
+	hits int // single produces
 }
 
 func newProduceServer(t *testing.T) *produceServer {
@@ -55,8 +56,12 @@ func newProduceServer(t *testing.T) *produceServer {
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.hits++
 		body, _ := io.ReadAll(r.Body)
+		if strings.HasSuffix(r.URL.Path, "/produce/batch") {
+			http.NotFound(w, r) // an older node: one message per request
+			return
+		}
+		s.hits++
 		switch {
 		case r.URL.Path == "/v1/topics/nope/produce":
 			w.WriteHeader(http.StatusNotFound)
@@ -183,71 +188,6 @@ func TestProduceJSONLines(t *testing.T) {
 	}
 }
 
-func TestParseProduceJSONLine(t *testing.T) {
-	str := func(s string) *string { return &s }
-	tests := []struct {
-		name, line string
-		body       string
-		key        *string
-		err        string
-	}{
-		{"json verbatim", `{"payload":{"b":  [1, 2]} ,"key":"k"}`, `{"b":  [1, 2]}`, str("k"), ""},
-		{"json number", `{"payload":42}`, `42`, nil, ""},
-		{"text", `{"payload":"hello"}`, "hello", nil, ""},
-		{"text with escapes", `{"payload":"a\nb\u00e9\"q\""}`, "a\nbé\"q\"", nil, ""},
-		{"base64", `{"payload":"iVBORw0KGgo=","payload_encoding":"base64"}`, "\x89PNG\r\n\x1a\n", nil, ""},
-		{"base64 key", `{"payload":"x","key":"AP8=","key_encoding":"base64"}`, "x", str("\x00\xff"), ""},
-		{"empty key is a key", `{"payload":"x","key":""}`, "x", str(""), ""},
-		{"not json", `hello`, "", nil, "not a JSON message line"},
-		{"no payload", `{"topic":"t"}`, "", nil, "no payload field"},
-		{"unknown encoding", `{"payload":"x","payload_encoding":"rot13"}`, "", nil, "rot13"},
-		{"bad base64", `{"payload":"!!","payload_encoding":"base64"}`, "", nil, "base64"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body, key, err := parseProduceJSONLine([]byte(tt.line))
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err %v, want one with %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(body) != tt.body {
-				t.Errorf("body %q, want %q", body, tt.body)
-			}
-			if (key == nil) != (tt.key == nil) || (key != nil && *key != *tt.key) {
-				t.Errorf("key %v, want %v", key, tt.key)
-			}
-		})
-	}
-}
-
-func TestReadLine(t *testing.T) {
-	r := bufio.NewReaderSize(strings.NewReader("ab\r\n\ncdefgh\nij"), 16)
-	type line struct {
-		s string
-		n int64
-	}
-	var got []line
-	for {
-		l, n, err := readLine(r, 5)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, line{string(l), n})
-	}
-	want := []line{{"ab", 2}, {"", 0}, {"", 6}, {"ij", 2}}
-	if !slices.Equal(got, want) {
-		t.Errorf("lines %v, want %v (a line over the limit comes back empty with its length)", got, want)
-	}
-}
-
 func TestProduceFlags(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -297,17 +237,51 @@ func TestProduceFlags(t *testing.T) {
 
 func TestProduceSummary(t *testing.T) {
 	tests := []struct {
-		n, size, failed int64
-		d               time.Duration
-		want            string
+		s    producer.Stats
+		d    time.Duration
+		want string
 	}{
-		{1000, 48026, 0, 410 * time.Millisecond, "produced 1000 messages (46.9 KiB) in 0.41s"},
-		{1, 5, 0, 0, "produced 1 message (5 B) in 0.00s"},
-		{0, 0, 2, 1500 * time.Millisecond, "produced 0 messages (0 B) in 1.50s, 2 failed"},
+		{producer.Stats{Produced: 1000, Bytes: 48026}, 410 * time.Millisecond, "produced 1000 messages (46.9 KiB) in 0.41s"},
+		{producer.Stats{Produced: 1, Bytes: 5}, 0, "produced 1 message (5 B) in 0.00s"},
+		{producer.Stats{Failed: 2}, 1500 * time.Millisecond, "produced 0 messages (0 B) in 1.50s, 2 failed"},
+		{producer.Stats{Produced: 3, Bytes: 3, Unknown: 8}, 0, "produced 3 messages (3 B) in 0.00s, 8 unknown"},
 	}
 	for _, tt := range tests {
-		if got := produceSummary(tt.n, tt.size, tt.failed, tt.d); got != tt.want {
-			t.Errorf("produceSummary(%d, %d, %d, %v) = %q, want %q", tt.n, tt.size, tt.failed, tt.d, got, tt.want)
+		if got := produceSummary(tt.s, tt.d); got != tt.want {
+			t.Errorf("produceSummary(%+v, %v) = %q, want %q", tt.s, tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestResumeLine(t *testing.T) {
+	res := func(mod func(*producer.Result)) *producer.Result {
+		r := &producer.Result{Stopped: true, Unit: "line", Taken: 1173, Resume: 1174}
+		r.Produced = 1173
+		mod(r)
+		return r
+	}
+	tests := []struct {
+		name  string
+		res   *producer.Result
+		where string
+		want  string
+	}{
+		{"complete", res(func(*producer.Result) {}), "stdin", "interrupted: lines 1-1173 produced; resume with tail -n +1174"},
+		{"a file", res(func(*producer.Result) {}), "file in.txt", "interrupted: lines 1-1173 produced; resume with tail -n +1174 in.txt"},
+		{"one line", res(func(r *producer.Result) { r.Resume = 2 }), "stdin", "interrupted: line 1 produced; resume with tail -n +2"},
+		{"failures", res(func(r *producer.Result) { r.Failed = 2 }), "stdin", "interrupted: lines 1-1173 produced or reported above; resume with tail -n +1174"},
+		{"unknown", res(func(r *producer.Result) { r.Resume, r.Unknown, r.UnknownFirst, r.UnknownLast = 1166, 8, 1166, 1173 }), "stdin",
+			"interrupted: lines 1-1165 produced; 8 messages from lines 1166-1173 may or may not have been stored; resume with tail -n +1166 (may store those again)"},
+		{"nothing done", res(func(r *producer.Result) { r.Resume, r.Unknown, r.UnknownFirst, r.UnknownLast = 1, 1, 1, 1 }), "stdin",
+			"interrupted: no line produced; 1 message from line 1 may or may not have been stored; resume with tail -n +1 (may store those again)"},
+		{"fatal", res(func(r *producer.Result) { r.Stopped, r.Fatal = false, errors.New("401") }), "stdin", "stopped: lines 1-1173 produced; resume with tail -n +1174"},
+		{"arguments", res(func(r *producer.Result) { r.Unit, r.Resume = "argument", 3 }), "arguments", "interrupted: arguments 1-2 produced; resume from argument 3"},
+		{"ran to the end", res(func(r *producer.Result) { r.Stopped = false }), "stdin", ""},
+		{"a whole input", res(func(r *producer.Result) { r.Unit = "" }), "stdin", ""},
+	}
+	for _, tt := range tests {
+		if got := resumeLine(tt.res, tt.where); got != tt.want {
+			t.Errorf("%s:\n got  %q\n want %q", tt.name, got, tt.want)
 		}
 	}
 }
