@@ -48,7 +48,7 @@ type produceServer struct {
 	*httptest.Server
 	mu   sync.Mutex
 	got  []string // body, and ?key= / ?partition= when present
-	hits int // single produces
+	hits int      // single produces
 }
 
 func newProduceServer(t *testing.T) *produceServer {
