@@ -1,18 +1,23 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/narad/narad/internal/devbroker"
 	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/producer"
 )
@@ -350,5 +355,171 @@ func TestProduceInterrupted(t *testing.T) {
 	}
 	if got := errOut.String(); !strings.HasPrefix(got, "produced 1 message (5 B) in ") {
 		t.Errorf("stderr %q, want the summary", got)
+	}
+}
+
+// seqLines is an endless input of the lines 1, 2, 3, ...: `seq 1000000000 |`.
+type seqLines struct {
+	n   int
+	buf []byte
+}
+
+func (s *seqLines) Read(p []byte) (int, error) {
+	for len(s.buf) < len(p) {
+		s.n++
+		s.buf = strconv.AppendInt(s.buf, int64(s.n), 10)
+		s.buf = append(s.buf, '\n')
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+// gatedBroker is a dev broker whose answers are held until open is closed (or the
+// client gives up on the request): a message is stored and its 202 is still on the
+// way, as when a signal arrives while requests are out.
+func gatedBroker(t *testing.T) (b *devbroker.Broker, url string, open func()) {
+	t.Helper()
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	gate := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		b.Handler().ServeHTTP(rec, r)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	return b, srv.URL, open
+}
+
+// storedLines is every message of topic t as its text, read back by replay.
+func storedLines(t *testing.T, b *devbroker.Broker) map[string]int {
+	t.Helper()
+	st, err := b.Stats("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, p := range st.Partitions {
+		for off := p.OldestOffset; off < p.NextOffset; off++ {
+			resp, err := http.Get(fmt.Sprintf("%s/v1/topics/t/consume?partition=%d&offset=%d", b.URL(), p.Index, off))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m struct {
+				Payload json.RawMessage `json:"payload"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&m)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[strings.Trim(string(m.Payload), `"`)]++
+		}
+	}
+	return got
+}
+
+// startInterruptible runs `narad produce t --lines -j 8` on an endless input against
+// url, and returns once the node has stored a message (its answer held at the gate).
+func startInterruptible(t *testing.T, b *devbroker.Broker, url string) (f *Factory, errOut *bytes.Buffer, done <-chan int) {
+	t.Helper()
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, _, errBuf := iostreams.Test()
+	ios.In = &seqLines{}
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	f = &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	ch := make(chan int, 1)
+	go func() { ch <- Run(f, []string{"produce", "t", "--lines", "-j", "8", "-s", url}) }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st, _ := b.Stats("t"); st.Messages() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing reached the node")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return f, errBuf, ch
+}
+
+// Issue 7 defect 7: `seq 100000 | narad produce t --lines -j 8`, SIGINT after 0.5 s,
+// said fewer produced than the node held: the requests out were cancelled, though the
+// node had stored their messages. The first signal now stops the reading and lets them
+// finish, so the summary is what the node holds, and the resume line continues right
+// after it: the node holds exactly lines 1..N, once each.
+func TestProduceInterruptIsExact(t *testing.T) {
+	b, url, open := gatedBroker(t)
+	f, errOut, done := startInterruptible(t, b, url)
+	f.Signals.Trigger(syscall.SIGINT)
+	// The answers are held a moment, so that a run that cancels its requests at the
+	// signal has returned before they come.
+	select {
+	case <-done:
+		t.Error("produce returned while its requests were still out")
+		done = nil
+	case <-time.After(200 * time.Millisecond):
+	}
+	open()
+	if done != nil {
+		if code := <-done; code != ExitInterrupted {
+			t.Errorf("exit %d, want 130", code)
+		}
+	}
+	stored := storedLines(t, b)
+	n := len(stored)
+	for i := 1; i <= n; i++ {
+		if c := stored[strconv.Itoa(i)]; c != 1 {
+			t.Fatalf("line %d stored %d times; want lines 1..%d once each", i, c, n)
+		}
+	}
+	want := fmt.Sprintf("produced %d messages (", n)
+	resume := fmt.Sprintf("interrupted: lines 1-%d produced; resume with tail -n +%d\n", n, n+1)
+	if got := errOut.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, resume) {
+		t.Errorf("stderr %q\nwant the summary %q... and %q (the node holds %d)", got, want, resume, n)
+	}
+}
+
+// A second signal abandons the requests out: their messages are counted as unknown
+// and named by line, and the run ends without waiting for their answers.
+func TestProduceSecondInterruptAbandons(t *testing.T) {
+	b, url, _ := gatedBroker(t)
+	f, errOut, done := startInterruptible(t, b, url)
+	f.Signals.Trigger(syscall.SIGINT)
+	f.Signals.Trigger(syscall.SIGINT)
+	if code := <-done; code != ExitInterrupted {
+		t.Errorf("exit %d, want 130", code)
+	}
+	stored := len(storedLines(t, b))
+	got := errOut.String()
+	var produced, unknown int
+	if _, err := fmt.Sscanf(got, "produced %d messages", &produced); err != nil {
+		t.Fatalf("stderr %q: %v", got, err)
+	}
+	if i := strings.Index(got, " unknown\n"); i > 0 {
+		fmt.Sscanf(got[strings.LastIndex(got[:i], " ")+1:], "%d", &unknown)
+	}
+	if produced != 0 || unknown < stored {
+		t.Errorf("stderr %q: want 0 produced and at least the %d stored messages unknown", got, stored)
+	}
+	if !strings.Contains(got, "may or may not have been stored; resume with tail -n +1 (may store those again)\n") {
+		t.Errorf("stderr %q: want the unknown lines named and a resume from line 1", got)
 	}
 }
