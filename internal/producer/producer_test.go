@@ -149,7 +149,7 @@ func TestBatchRefusal(t *testing.T) {
 	fc.answer = func(ctx context.Context, batch []client.ProduceMessage, single []byte) error {
 		for i, m := range batch {
 			if string(m.Payload) == "bad" {
-				return &client.BatchRefusal{Index: i, Err: &client.Error{Op: "produce", Status: 413, Message: "message over 1048576 bytes"}}
+				return &client.BatchRefusal{Index: i, Err: &client.Error{Status: 413, Message: "message over 1048576 bytes"}}
 			}
 		}
 		return nil
@@ -163,7 +163,7 @@ func TestBatchRefusal(t *testing.T) {
 	if want := []string{"a", "a", "c", "c"}; !slices.Equal(stored, want) {
 		t.Errorf("stored %q, want %q", stored, want)
 	}
-	if got := fs.list(); len(got) != 1 || got[0] != "2 413 produce: 413 message over 1048576 bytes" {
+	if got := fs.list(); len(got) != 1 || got[0] != "2 413 413 message over 1048576 bytes" {
 		t.Errorf("reports %q", got)
 	}
 	if res.Resume != 4 {
@@ -177,9 +177,9 @@ func TestBatchRefusalWithoutIndex(t *testing.T) {
 	fc.answer = func(ctx context.Context, batch []client.ProduceMessage, single []byte) error {
 		switch {
 		case batch != nil:
-			return &client.Error{Op: "produce", Status: 400, Message: "something in there"}
+			return &client.Error{Status: 400, Message: "something in there"}
 		case string(single) == "bad":
-			return &client.Error{Op: "produce", Status: 400, Message: "schema violation"}
+			return &client.Error{Status: 400, Message: "schema violation"}
 		}
 		return nil
 	}
@@ -233,9 +233,9 @@ func TestFatal(t *testing.T) {
 		err     error
 		unknown bool
 	}{
-		{&client.Error{Op: "produce", Status: 401, Message: "authentication required"}, false},
-		{&client.Error{Op: "produce", Status: 404, Message: `topic "t" not found`}, false},
-		{&client.Error{Op: "produce", Status: 503, Message: "owner unavailable"}, true},
+		{&client.Error{Status: 401, Message: "authentication required"}, false},
+		{&client.Error{Status: 404, Message: `topic "t" not found`}, false},
+		{&client.Error{Status: 503, Message: "owner unavailable"}, true},
 		{fmt.Errorf("produce: %w", syscall.ECONNREFUSED), false},
 		{errors.New("produce: connection reset"), true},
 	} {
