@@ -180,7 +180,7 @@ func ReadLine(r *bufio.Reader, limit int64) (line []byte, n int64, err error) {
 // verbatim (whitespace kept). A message without a key gives a nil key.
 func ParseJSONLine(line []byte) (body []byte, key *string, err error) {
 	var m client.Message
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := client.UnmarshalMessage(line, &m); err != nil {
 		return nil, nil, fmt.Errorf("not a JSON message line: %v", JSONErrorText(err))
 	}
 	if len(m.Payload) == 0 {
