@@ -117,7 +117,8 @@ func TestParseJSONLine(t *testing.T) {
 		key        *string
 		err        string
 	}{
-		{"json verbatim", `{"payload":{"b":  [1, 2]} ,"key":"k"}`, `{"b":  [1, 2]}`, str("k"), ""},
+		{"json verbatim", `{"payload":{"b":  [1, 2]},"key":"k"}`, `{"b":  [1, 2]}`, str("k"), ""},
+		{"json with whitespace around", "{\"payload\": {\"b\": 1}\n,\"key\":\"k\"}", " {\"b\": 1}\n", str("k"), ""},
 		{"json number", `{"payload":42}`, `42`, nil, ""},
 		{"text", `{"payload":"hello"}`, "hello", nil, ""},
 		{"text with escapes", `{"payload":"a\nb\u00e9\"q\""}`, "a\nbé\"q\"", nil, ""},
