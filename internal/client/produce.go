@@ -255,6 +255,16 @@ func verbatimJSON(p []byte) bool {
 	if len(p) == 0 || isJSONSpace(p[0]) || isJSONSpace(p[len(p)-1]) {
 		return false
 	}
+	// The first byte rules out most text before the full check, whose failure costs
+	// allocations (a line of text is the common case of --lines).
+	switch c := p[0]; {
+	case c == '{' || c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9'):
+	case c == 't' || c == 'f' || c == 'n':
+		s := string(p) // no allocation: compared only
+		return s == "true" || s == "false" || s == "null"
+	default:
+		return false
+	}
 	return utf8.Valid(p) && json.Valid(p)
 }
 
