@@ -47,10 +47,11 @@ func TestProduceBatchAccepted(t *testing.T) {
 		{"payload":"hi","partition":0},
 		{"payload":"` + b64("  {\"a\":1}\n") + `","payload_encoding":"base64","key":"//4=","key_encoding":"base64","partition":0},
 		{"payload":42,"key":"","partition":0},
-		{"payload":null,"partition":0}
+		{"payload":null,"partition":0},
+		{"payload":"aGk\u003d","payload_encoding":"base64","partition":0}
 	]}`
-	wantBody(t, h.produceBatch("orders", "", body), 202, `{"accepted":6}`+"\n")
-	want := []string{"- hi", `k1 {"a":  [1, 2]}`, `- "hi"`, "\xff\xfe   {\"a\":1}\n", "- 42", "- null"}
+	wantBody(t, h.produceBatch("orders", "", body), 202, `{"accepted":7}`+"\n")
+	want := []string{"- hi", `k1 {"a":  [1, 2]}`, `- "hi"`, "\xff\xfe   {\"a\":1}\n", "- 42", "- null", "- hi"}
 	if got := h.stored("orders", 0); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("stored %q\nwant   %q", got, want)
 	}
