@@ -63,6 +63,7 @@ type Client struct {
 	// answers a batch ack with 400 "receipt_handle required" and ignores max on consume.
 	legacySettle  atomic.Bool
 	legacyConsume atomic.Bool
+	legacyProduce atomic.Bool // the router answered produce/batch 404
 }
 
 const (

@@ -147,14 +147,18 @@ func decodeConsume(body []byte) (msgs []Message, batch bool, err error) {
 		if err2 := json.Unmarshal(fixed, &b); err2 != nil {
 			return nil, false, fmt.Errorf("bad JSON in answer: %w", err)
 		}
+		body = fixed
 	}
 	if b.Messages != nil {
+		keepPayloadSpace(body, *b.Messages, true)
 		return *b.Messages, true, nil
 	}
 	if b.Payload == nil && b.ReceiptHandle == "" && b.Topic == "" {
 		return nil, false, errors.New("answer holds neither a message nor messages")
 	}
-	return []Message{b.Message}, false, nil
+	msgs = []Message{b.Message}
+	keepPayloadSpace(body, msgs, false)
+	return msgs, false, nil
 }
 
 // Go-escape repair: an older node formatted some strings with Go's %q, which writes
