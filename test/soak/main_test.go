@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,50 +169,88 @@ func stats(t *testing.T, b *devbroker.Broker, topic string) devbroker.TopicStats
 	return st
 }
 
-// takeRest consumes everything available on topic over HTTP (leasing it, so a test
-// reads each remaining message once) and returns the ids. It is the suites' own reader,
+// takeRest consumes and acks everything available on topic over HTTP and returns the
+// ids: what narad left. It acks as it goes, since the node hands out no more than
+// max_in_flight_per_partition unacked messages. It is the suites' own reader,
 // independent of narad's client, and speaks both the batch and the older single shape.
 func takeRest(t *testing.T, b *devbroker.Broker, topic string) []string {
 	t.Helper()
 	var ids []string
-	url := b.URL() + "/v1/topics/" + topic + "/consume?max=100"
+	base := b.URL() + "/v1/topics/" + topic
 	for range 100_000 {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set("X-Narad-Client", "soak")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch resp.StatusCode {
+		status, body := soakRequest(t, "GET", base+"/consume?max=100", nil)
+		switch status {
 		case http.StatusNoContent:
 			return ids
 		case http.StatusOK:
 		default:
-			t.Fatalf("consume of what is left: %d %s", resp.StatusCode, body)
+			t.Fatalf("consume of what is left: %d %s", status, body)
+		}
+		type message struct {
+			Payload       json.RawMessage `json:"payload"`
+			ReceiptHandle string          `json:"receipt_handle"`
 		}
 		var batch struct {
-			Messages []struct {
-				Payload json.RawMessage `json:"payload"`
-			} `json:"messages"`
-			Payload json.RawMessage `json:"payload"`
+			Messages []message `json:"messages"`
+			message
 		}
 		if err := json.Unmarshal(body, &batch); err != nil {
 			t.Fatalf("consume of what is left: %v in %.200s", err, body)
 		}
 		if batch.Payload != nil {
-			ids = append(ids, idPattern.FindString(string(batch.Payload)))
+			batch.Messages = append(batch.Messages, batch.message)
 		}
+		var handles []string
 		for _, m := range batch.Messages {
 			ids = append(ids, idPattern.FindString(string(m.Payload)))
+			handles = append(handles, m.ReceiptHandle)
+		}
+		ackBody, _ := json.Marshal(map[string][]string{"receipt_handles": handles})
+		status, body = soakRequest(t, "POST", base+"/ack", ackBody)
+		if status == http.StatusOK {
+			var res struct {
+				Results []struct{ Status int } `json:"results"`
+			}
+			json.Unmarshal(body, &res)
+			for _, r := range res.Results {
+				if r.Status != http.StatusNoContent {
+					t.Fatalf("ack of what is left: %s", body)
+				}
+			}
+		} else {
+			// An older node takes one handle at a time.
+			for _, h := range handles {
+				if status, body = soakRequest(t, "POST", base+"/ack?receipt_handle="+url.QueryEscape(h), nil); status != http.StatusNoContent {
+					t.Fatalf("ack of what is left: %d %s", status, body)
+				}
+			}
 		}
 	}
 	t.Fatal("consume of what is left never ended")
 	return nil
+}
+
+// soakRequest is one HTTP request of the suites' own reader.
+func soakRequest(t *testing.T, method, url string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Narad-Client", "soak")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
 }
 
 // naradCmd is narad with args against server, isolated from the user's config and
