@@ -214,7 +214,7 @@ func (b *Bench) produce(ctx context.Context) (ProduceReport, error) {
 // finds nothing left to take (or a stop).
 func (b *Bench) consume(ctx context.Context, produced int64) (ConsumeReport, error) {
 	o := b.opts
-	h := &counter{now: o.Now}
+	h := &counter{now: o.Now, stop: o.Stop}
 	b.of.Store(produced)
 	b.phase.Store("consume")
 	h.start = o.Now()
@@ -228,7 +228,11 @@ func (b *Bench) consume(ctx context.Context, produced int64) (ConsumeReport, err
 	)
 	for range o.Concurrency {
 		wg.Go(func() {
-			res, err := consumer.Run(ctx, b.c, h, consumer.Options{Topic: o.Topic, Drain: true, Stop: o.Stop})
+			// The soft stop goes to the handler, not to Run: Run would cancel the
+			// consumes in flight, and the messages the node leased to an answer never
+			// read would stay leased for a visibility timeout. A consume that does not
+			// wait is answered at once, so the handler gives its messages back instead.
+			res, err := consumer.Run(ctx, b.c, h, consumer.Options{Topic: o.Topic, Drain: true})
 			mu.Lock()
 			defer mu.Unlock()
 			stats = addStats(stats, res.Stats)
@@ -290,8 +294,10 @@ func round(v float64, places int) float64 {
 }
 
 // counter is the consume phase's handler: it counts what it is handed, acks it in
-// one settlement, and notes when the last message was acked.
+// one settlement, and notes when the last message was acked. After the soft stop it
+// gives back what it is handed and stops its loop.
 type counter struct {
+	stop     <-chan struct{}
 	now      func() time.Time
 	start    time.Time
 	progress *atomic.Int64
@@ -307,6 +313,10 @@ func (h *counter) Slots(ctx context.Context) (int, error) {
 }
 
 func (h *counter) Handle(ctx context.Context, ds []consumer.Delivery) error {
+	if closed(h.stop) {
+		_ = consumer.NackAll(ds, consumer.GiveBack)
+		return consumer.ErrStopped
+	}
 	var n int64
 	for _, d := range ds {
 		m := d.Message()
