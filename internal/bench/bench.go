@@ -165,6 +165,10 @@ func (b *Bench) Run(ctx context.Context) (Report, error) {
 	o := b.opts
 	r := Report{Topic: o.Topic, Count: o.Count, Size: o.Size, Payload: o.Payload.String(), Keys: o.Keys, Concurrency: o.Concurrency}
 	stopped := func() bool { return closed(o.Stop) || ctx.Err() != nil }
+	if stopped() {
+		r.Interrupted = true
+		return r, nil
+	}
 
 	var err error
 	r.Produce, err = b.produce(ctx)
