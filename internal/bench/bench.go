@@ -52,14 +52,16 @@ type Options struct {
 
 // Report is what a run measured. -o json prints it: the field names are stable.
 type Report struct {
-	Topic       string         `json:"topic"`
-	Count       int            `json:"count"`
-	Size        int            `json:"size"`
-	Payload     string         `json:"payload"`
-	Keys        int            `json:"keys"`
-	Concurrency int            `json:"concurrency"`
-	Produce     ProduceReport  `json:"produce"`
-	Consume     *ConsumeReport `json:"consume,omitempty"`
+	Topic       string        `json:"topic"`
+	Count       int           `json:"count"`
+	Size        int           `json:"size"`
+	Payload     string        `json:"payload"`
+	Keys        int           `json:"keys"`
+	Concurrency int           `json:"concurrency"`
+	Produce     ProduceReport `json:"produce"`
+	// Consume is nil without Options.Consume, and when the consume phase did not run
+	// (a stop or a failure first, or nothing produced).
+	Consume *ConsumeReport `json:"consume,omitempty"`
 	// Interrupted is a run stopped by a signal: the figures are what was measured
 	// until then.
 	Interrupted bool `json:"interrupted"`
@@ -175,7 +177,8 @@ func (b *Bench) Run(ctx context.Context) (Report, error) {
 	if stopped() {
 		r.Interrupted = true
 	}
-	if err != nil || !o.Consume || r.Interrupted {
+	// Nothing produced (the node refused it all) leaves nothing of bench's to take.
+	if err != nil || !o.Consume || r.Interrupted || r.Produce.Messages == 0 {
 		return r, err
 	}
 	cr, err := b.consume(ctx, r.Produce.Messages)

@@ -66,7 +66,8 @@ without the empty answer that tells it nothing is left.
 Ctrl-C stops: requests out are finished (or messages held are given back) and what
 was measured so far is printed (exit 130).
 
-With -o json (field names are stable; "consume" only with --consume):
+With -o json (field names are stable; "consume" only with --consume, and only when
+its phase ran: not after a stop, a failure, or a produce phase that produced nothing):
   {"topic","count","size","payload","keys","concurrency",
    "produce":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec","requests",
               "batch","latency_ms":{"p50","p95","p99","max"},"failed","unknown"},
