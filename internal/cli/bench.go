@@ -274,11 +274,14 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 	if opts.Output == "json" {
 		err = printJSON(f.IO.Out, r)
 	} else {
-		rows := [][]string{benchRow("produce", &r.Produce.Phase)}
+		// Measures down, phases across: as narrow as two phases can be.
+		phases := []*bench.Phase{&r.Produce.Phase}
+		headers := []string{"", "PRODUCE"}
 		if r.Consume != nil {
-			rows = append(rows, benchRow("consume", &r.Consume.Phase))
+			phases = append(phases, &r.Consume.Phase)
+			headers = append(headers, "CONSUME")
 		}
-		err = printTable(f, []string{"PHASE", "MESSAGES", "SECONDS", "MSG/S", "MB/S", "REQUESTS", "P50", "P95", "P99", "MAX"}, rows)
+		err = printTable(f, headers, benchRows(phases))
 	}
 	for _, fb := range rec.Fallbacks() {
 		fmt.Fprintf(f.IO.ErrOut, "narad: note: %s\n", fb)
@@ -297,19 +300,37 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 	return err
 }
 
-func benchRow(name string, p *bench.Phase) []string {
-	return []string{
-		name,
-		strconv.FormatInt(p.Messages, 10),
-		strconv.FormatFloat(p.Seconds, 'f', 2, 64),
-		strconv.FormatFloat(p.MsgsPerSec, 'f', 0, 64),
-		strconv.FormatFloat(p.MBPerSec, 'f', 2, 64),
-		strconv.FormatInt(p.Requests, 10),
-		formatLatency(p.Latency.P50),
-		formatLatency(p.Latency.P95),
-		formatLatency(p.Latency.P99),
-		formatLatency(p.Latency.Max),
+// benchRows are the table's rows: one per measure, one column per phase.
+func benchRows(phases []*bench.Phase) [][]string {
+	measures := []struct {
+		name string
+		cell func(p *bench.Phase) string
+	}{
+		{"messages", func(p *bench.Phase) string { return strconv.FormatInt(p.Messages, 10) }},
+		{"bytes", func(p *bench.Phase) string { return formatBytes(p.Bytes) }},
+		{"seconds", func(p *bench.Phase) string { return strconv.FormatFloat(p.Seconds, 'f', 2, 64) }},
+		{"msg/s", func(p *bench.Phase) string { return strconv.FormatFloat(p.MsgsPerSec, 'f', 0, 64) }},
+		{"MB/s", func(p *bench.Phase) string { return strconv.FormatFloat(p.MBPerSec, 'f', 2, 64) }},
+		{"requests", func(p *bench.Phase) string { return strconv.FormatInt(p.Requests, 10) }},
+		{"latency p50", func(p *bench.Phase) string { return formatLatency(p.Latency.P50) }},
+		{"latency p95", func(p *bench.Phase) string { return formatLatency(p.Latency.P95) }},
+		{"latency p99", func(p *bench.Phase) string { return formatLatency(p.Latency.P99) }},
+		{"latency max", func(p *bench.Phase) string { return formatLatency(p.Latency.Max) }},
+		{"batch", func(p *bench.Phase) string {
+			if p.Batch {
+				return "yes"
+			}
+			return "no"
+		}},
 	}
+	rows := make([][]string, len(measures))
+	for i, m := range measures {
+		rows[i] = []string{m.name}
+		for _, p := range phases {
+			rows[i] = append(rows[i], m.cell(p))
+		}
+	}
+	return rows
 }
 
 // formatLatency is a latency in milliseconds with about three significant digits:
