@@ -286,16 +286,23 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 	for _, fb := range rec.Fallbacks() {
 		fmt.Fprintf(f.IO.ErrOut, "narad: note: %s\n", fb)
 	}
-	if c := r.Consume; c != nil && c.Left > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "narad: %d of the %d messages produced were not consumed (another consumer took them, or they are still leased)\n",
-			c.Left, r.Produce.Messages)
+	var left int64 // bench's messages still in the topic, as far as it knows
+	switch {
+	case r.Consume != nil:
+		left = r.Consume.Left
+	case opts.Consume:
+		left = r.Produce.Messages
 	}
-	if r.Interrupted {
+	switch {
+	case r.Interrupted:
 		line := "narad: interrupted: the figures are what was measured until then"
-		if opts.Consume && r.Consume == nil && r.Produce.Messages > 0 {
-			line += fmt.Sprintf("; the %s produced stay in %s", plural(r.Produce.Messages, "message"), render.Escape(opts.Topic))
+		if left > 0 {
+			line += fmt.Sprintf("; bench's messages still in %s: %d", render.Escape(opts.Topic), left)
 		}
 		fmt.Fprintln(f.IO.ErrOut, line)
+	case r.Consume != nil && left > 0:
+		fmt.Fprintf(f.IO.ErrOut, "narad: %d of the %d messages produced were not consumed (another consumer took them, or they are still leased)\n",
+			left, r.Produce.Messages)
 	}
 	return err
 }

@@ -228,7 +228,7 @@ func TestBenchInterruptedDuringConsume(t *testing.T) {
 		t.Errorf("broker available=%d inflight=%d acked=%d, report acked %d: want nothing leased, the rest available",
 			st.Available(), st.InFlight(), st.Acked(), *r.Consume.Acked)
 	}
-	if !bytes.Contains(errOut.Bytes(), []byte("narad: interrupted: the figures are what was measured until then")) {
+	if !bytes.Contains(errOut.Bytes(), []byte("narad: interrupted: the figures are what was measured until then; bench's messages still in t: ")) {
 		t.Errorf("stderr %q: want the interruption said", errOut)
 	}
 }
