@@ -48,35 +48,40 @@ func benchCmd(f *Factory, run func(*Factory, *BenchOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "bench TOPIC",
 		Short: "Measure produce (and consume+ack) throughput and latency on a topic",
-		Long: `Measure throughput and latency from this machine: produce --count messages of --size
-bytes into TOPIC with --concurrency requests in flight, and with --consume then
-consume and ack until nothing is left to take. bench uses the engines of narad produce
-and narad sub: batches of up to 100 messages (and handles) a request on a node that
-has them, one message a request on an older node (the output says so: batch false).
+		Long: `Measure throughput and latency from this machine: produce --count messages
+of --size bytes into TOPIC with --concurrency requests in flight, and with
+--consume then consume and ack until nothing is left to take. bench runs the
+engines of narad produce and narad sub: up to 100 messages (or handles) a
+request on a node with batch forms, one a request on an older node (the output
+says so: batch false).
 
-bench WRITES INTO TOPIC, and with --consume takes and acks whatever it finds there,
-other producers' messages included: use a topic of its own. It refuses a topic that
-does not exist unless --create (and --delete deletes it afterwards).
+bench WRITES INTO TOPIC, and with --consume takes and acks whatever it finds
+there, other producers' messages included: give it a topic of its own. It
+refuses a topic that does not exist unless --create (--delete then deletes it
+afterwards).
 
-Latency is per request (a batch of 100 messages is one request), from the client's
-own observation of each answer: produce requests for the produce phase, consume and
-ack requests for the consume phase. The consume phase's time runs to its last ack,
-without the empty answer that tells it nothing is left.
+Latency is per request (a batch of 100 messages is one request), as the client
+observes each answer: produce requests in the produce phase, consume and ack
+requests in the consume phase. The consume phase's time runs to its last ack,
+without the empty answers that tell it nothing is left.
 
-Ctrl-C stops: requests out are finished (or messages held are given back) and what
+Ctrl-C stops: requests out are finished, messages held are given back, and what
 was measured so far is printed (exit 130).
 
-With -o json (field names are stable; "consume" only with --consume, and only when
-its phase ran: not after a stop, a failure, or a produce phase that produced nothing):
+With -o json (stable field names; "consume" only with --consume, and only when
+its phase ran: not after a stop, a failure, or if nothing was produced):
   {"topic","count","size","payload","keys","concurrency",
-   "produce":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec","requests",
-              "batch","latency_ms":{"p50","p95","p99","max"},"failed","unknown"},
-   "consume":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec","requests",
-              "batch","latency_ms":{"p50","p95","p99","max"},"acked","left"},
+   "produce":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec",
+     "requests","batch","latency_ms":{"p50","p95","p99","max"},
+     "failed","unknown"},
+   "consume":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec",
+     "requests","batch","latency_ms":{"p50","p95","p99","max"},
+     "acked","left"},
    "interrupted"}
-mb_per_sec is payload megabytes (10^6 bytes) a second; failed is messages the node
-refused, unknown messages whose request got no clear answer; left is produced
-messages not consumed (another consumer took them, or they are still leased).`,
+mb_per_sec is payload megabytes (10^6 bytes) a second; failed is messages the
+node refused, unknown messages whose request got no clear answer; left is
+produced messages not consumed (another consumer took them, or they are still
+leased).`,
 		Example: `  narad bench bench-scratch --create --delete --consume
   narad bench orders-load --count 100000 --size 1KiB -j 32 --consume -o json`,
 		Args: exactArgs(1, "one topic"),
@@ -121,14 +126,14 @@ messages not consumed (another consumer took them, or they are still leased).`,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Count, "count", 10000, "messages to produce")
-	fl.StringVar(&size, "size", "256", "payload bytes of each message: 100, 4KiB, 1MiB (at most 1 MiB)")
+	fl.StringVar(&size, "size", "256", "payload bytes: 100, 4KiB, up to 1MiB")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 8, "requests in flight at once")
 	fl.IntVar(&opts.Keys, "keys", 0, "give the messages N distinct keys (0: no keys)")
-	fl.StringVar(&payload, "payload", "text", "payloads: text (random letters and digits) or json (a JSON object)")
+	fl.StringVar(&payload, "payload", "text", "payloads: text (letters, digits) or json")
 	fl.BoolVar(&opts.Consume, "consume", false, "then consume and ack until nothing is left")
 	fl.BoolVar(&opts.Create, "create", false, "create TOPIC if it does not exist")
-	fl.IntVar(&opts.Partitions, "partitions", 0, "with --create: partitions of the new topic (node default when not given)")
-	fl.BoolVar(&opts.Delete, "delete", false, "with --create: delete the topic afterwards if bench created it")
+	fl.IntVar(&opts.Partitions, "partitions", 0, "with --create: partitions of the new topic")
+	fl.BoolVar(&opts.Delete, "delete", false, "with --create: delete the topic it created afterwards")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
