@@ -129,7 +129,7 @@ leased).`,
 	fl.StringVar(&size, "size", "256", "payload bytes: 100, 4KiB, up to 1MiB")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 8, "requests in flight at once")
 	fl.IntVar(&opts.Keys, "keys", 0, "give the messages N distinct keys (0: no keys)")
-	fl.StringVar(&payload, "payload", "text", "payloads: text (letters, digits) or json")
+	fl.StringVar(&payload, "payload", "text", "text (letters and digits) or json")
 	fl.BoolVar(&opts.Consume, "consume", false, "then consume and ack until nothing is left")
 	fl.BoolVar(&opts.Create, "create", false, "create TOPIC if it does not exist")
 	fl.IntVar(&opts.Partitions, "partitions", 0, "with --create: partitions of the new topic")
