@@ -148,6 +148,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newUserCmd(f),
 		newClusterCmd(f),
 		newStatusCmd(f),
+		newBenchCmd(f),
 		newContextCmd(f),
 		newDevCmd(f),
 		newDemoCmd(f),
@@ -232,8 +233,9 @@ func (f *Factory) Connection() (config.Connection, error) {
 }
 
 // Client builds an API client for the resolved connection, with the hooks that
-// show its work: the retry notice always, -v and --curl when asked for.
-func (f *Factory) Client() (*client.Client, error) {
+// show its work: the retry notice always, -v and --curl when asked for, and the
+// command's own (extra).
+func (f *Factory) Client(extra ...client.Hook) (*client.Client, error) {
 	conn, err := f.Connection()
 	if err != nil {
 		return nil, err
@@ -247,6 +249,7 @@ func (f *Factory) Client() (*client.Client, error) {
 	if f.global.curl {
 		hooks = append(hooks, curlPrinter{out})
 	}
+	hooks = append(hooks, extra...)
 	name := "narad/" + versionString()
 	cfg := client.Config{
 		BaseURL:    conn.Server,
