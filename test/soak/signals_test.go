@@ -401,8 +401,8 @@ func (s *signalSuite) execTree(t *testing.T, v *verdict, r *row, tag string, sig
 		args = append(args, "--shutdown-grace", "300ms")
 	}
 	cmd := naradCmd(t, b.URL(), append(args, "--", "sh", "-c", script)...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	p := startNarad(t, cmd)
 	// Wait for some commands to have started their jobs, then a random moment more.
 	waitFor(10*time.Second, func() bool { return len(readPids(pids)) >= 3 })
@@ -414,6 +414,9 @@ func (s *signalSuite) execTree(t *testing.T, v *verdict, r *row, tag string, sig
 	p.signal(sig)
 	last := time.Now()
 	if signals == 2 {
+		// Press again once narad said it is waiting: then the first was surely handled,
+		// however busy the machine.
+		waitFor(5*time.Second, func() bool { return bytes.Contains(stderr.Bytes(), []byte("again to stop them")) })
 		last = s.secondPress(p)
 	}
 	o := <-p.done
@@ -564,6 +567,25 @@ func (s *signalSuite) ackRefused(t *testing.T, v *verdict, r *row, tag string) {
 	}
 	v.check("abandon", len(unnamed) == 0, "%s: %d printed messages whose ack never got through are not named on stderr: %s",
 		what, len(unnamed), sample(unnamed))
+}
+
+// syncBuffer is a bytes.Buffer a test may read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// Bytes is a copy of what was written so far.
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.b.Bytes())
 }
 
 // readPids is the pids the exec commands recorded.
