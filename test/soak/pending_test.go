@@ -16,6 +16,7 @@ import (
 var pendingDefects = map[string]string{
 	"pipe":     "pending issue 7 defect 1 (| head acks what nobody read; a slow reader's leases lapse)",
 	"abandon":  "pending issue 7 defect 2 (signals ignored while an ack is retried)",
+	"drain":    "pending issue 7 defect 5 (--drain stops while messages are still ready)",
 	"stranded": "pending issue 7 defect 6 (a signal can strand a batch)",
 }
 
