@@ -87,13 +87,14 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			if !fl.Changed("server") || g.server == "" {
 				return usageErrorf("narad context add needs --server URL")
 			}
-			if err := config.ValidateServer(g.server); err != nil {
+			server := config.NormalizeServer(g.server)
+			if err := config.ValidateServer(server); err != nil {
 				return usageErrorf("%v", err)
 			}
 			if fl.Changed("password") && !fl.Changed("user") {
 				return usageErrorf("--password needs --user")
 			}
-			c := config.Context{Server: g.server, Insecure: g.insecure}
+			c := config.Context{Server: server, Insecure: g.insecure}
 			if fl.Changed("user") {
 				c.User = g.user
 			}

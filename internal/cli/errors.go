@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"text/template"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -52,6 +54,10 @@ func apiFatal(f *Factory, c *client.Client, err error, op, topic string) error {
 			hint = "fix --template"
 		case errors.As(err, &urlErr), errors.As(err, &netErr):
 			hint = fmt.Sprintf("cannot reach %s; check --server or the context", c.BaseURL())
+			if c.BaseURL() == config.DefaultServer && errors.Is(err, syscall.ECONNREFUSED) {
+				// Most likely a first run with no broker yet: say how to get one.
+				hint = fmt.Sprintf("no broker at %s; start one with narad dev, or pass --server", c.BaseURL())
+			}
 		}
 	case http.StatusUnauthorized:
 		hint = "check --user and --password, or the context's"

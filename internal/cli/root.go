@@ -26,6 +26,8 @@ type Factory struct {
 	Getenv  func(string) string
 	Now     func() time.Time
 	Signals *Signals
+	// CompletionTimeout bounds what TAB asks the node; zero is the default.
+	CompletionTimeout time.Duration
 
 	global globalFlags
 	// conn is the connection once resolved: the config file is read, and any
@@ -65,10 +67,15 @@ func Run(f *Factory, args []string) (code int) {
 	code = exitCodeFor(err)
 	if err != nil {
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.err != nil {
+		ours := errors.As(err, &ee)
+		if !ours || ee.err != nil {
+			line := err.Error()
+			if !ours {
+				line = unknownCommandLine(line) // cobra's own, with its suggestions below
+			}
 			// Escaped here, once for every command: the line may quote what the user
 			// typed (a flag, a file name) or what a node sent.
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(unknownCommandLine(err.Error()))))
+			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(line)))
 		}
 	}
 	if sig := f.Signals.Received(); sig != 0 && code != ExitUsage {
@@ -109,9 +116,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("%v (see --help)", err)}
-	})
+	root.SetFlagErrorFunc(flagError)
 
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.global.server, "server", "s", "", "node to talk to (env NARAD_ADDR; default from the context, else "+config.DefaultServer+")")
@@ -124,22 +129,41 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	pf.StringVar(&f.global.color, "color", "auto", "colour: auto, always or never (NO_COLOR turns it off)")
 	pf.BoolVarP(&f.global.verbose, "verbose", "v", false, "log each HTTP request, status and latency on stderr")
 
-	root.AddCommand(
+	// Groups in the order `narad --help` lists them, as gh does.
+	root.AddGroup(
+		&cobra.Group{ID: "messages", Title: "Messages:"},
+		&cobra.Group{ID: "admin", Title: "Topics and admin:"},
+		&cobra.Group{ID: "local", Title: "Local broker:"},
+		&cobra.Group{ID: "setup", Title: "Setup:"},
+	)
+	addGroup(root, "messages",
 		newSubCmd(f),
 		newProduceCmd(f),
 		newSettleCmd(f, "ack", client.Ack),
 		newSettleCmd(f, "extend", client.Extend),
 		newSettleCmd(f, "nack", client.Nack),
 		newReplayCmd(f),
-		newTopicCmd(f),
-		newContextCmd(f),
-		newDevCmd(f),
-		newDemoCmd(f),
-		newVersionCmd(f),
-		newCompletionCmd(f),
 	)
+	addGroup(root, "admin", newTopicCmd(f))
+	addGroup(root, "local", newDevCmd(f), newDemoCmd(f))
+	addGroup(root, "setup", newContextCmd(f), newVersionCmd(f), newCompletionCmd(f))
+	root.SetHelpCommandGroupID("setup")
+	root.AddCommand(newGenDocsCmd(f))
+	v := buildInfo()
+	root.Version = v.Version // --version, printed like `narad version`
+	root.Flags().Bool("version", false, "print the version, as narad version does")
+	root.SetVersionTemplate(versionLine(v) + "\n")
 	strictHelp(root)
+	teach(root)
+	addCompletions(f, root)
 	return root
+}
+
+func addGroup(root *cobra.Command, id string, cmds ...*cobra.Command) {
+	for _, c := range cmds {
+		c.GroupID = id
+		root.AddCommand(c)
+	}
 }
 
 // strictHelp makes `narad help TOPIC` refuse a topic that is not a command (exit 2,
