@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,9 +112,12 @@ func firstArgName(use string) string {
 func (f *Factory) argCompletion(c *cobra.Command) cobra.CompletionFunc {
 	first := firstArgName(c.Use)
 	inContext := c.HasParent() && c.Parent().Name() == "context"
+	// sub TOPIC -- COMMAND: past the topic comes a program and its arguments, which
+	// may be files. (Whether -- was typed cannot be told here: while completing,
+	// cobra parses the line once with a -- of its own, which pflag remembers.)
+	commandFollows := strings.Contains(c.Use, "-- COMMAND")
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if cmd.ArgsLenAtDash() > 0 {
-			// sub TOPIC -- COMMAND: a program and its arguments, which may be files.
+		if len(args) > 0 && commandFollows {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
 		if len(args) > 0 {
@@ -228,4 +234,42 @@ func (f *Factory) completeServers(_ *cobra.Command, _ []string, toComplete strin
 	}
 	sort.Strings(out)
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// bashNeedsPackage is the line of cobra's bash script that calls a function of
+// the bash-completion package, which a plain bash (a container, macOS) lacks.
+const bashNeedsPackage = `    _get_comp_words_by_ref "$@" cur prev words cword
+`
+
+// bashWithoutPackage keeps that call where the package is loaded and otherwise
+// splits the line itself.
+const bashWithoutPackage = `    if declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
+        _get_comp_words_by_ref "$@" cur prev words cword
+        return
+    fi
+    # Plain bash, without the bash-completion package: the words are the line up to
+    # the cursor split on blanks only, so --stats=json and http://host:port stay whole.
+    local line=${COMP_LINE:0:COMP_POINT}
+    read -ra words <<< "$line"
+    if [[ -z $line || $line == *[[:blank:]] ]]; then
+        words+=("")
+    fi
+    cword=$((${#words[@]} - 1))
+    cur=${words[cword]}
+    prev=${words[cword-1]:-}
+`
+
+// genBashCompletion is cobra's bash completion (V2, with descriptions), made to
+// work in a plain bash too.
+func genBashCompletion(root *cobra.Command, w io.Writer) error {
+	var buf bytes.Buffer
+	if err := root.GenBashCompletionV2(&buf, true); err != nil {
+		return err
+	}
+	script := buf.String()
+	if !strings.Contains(script, bashNeedsPackage) {
+		return errors.New("cobra's bash completion script changed: update genBashCompletion")
+	}
+	_, err := io.WriteString(w, strings.Replace(script, bashNeedsPackage, bashWithoutPackage, 1))
+	return err
 }

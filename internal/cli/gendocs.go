@@ -19,7 +19,7 @@ var completionFiles = []struct {
 	name string
 	gen  func(root *cobra.Command, w io.Writer) error
 }{
-	{"narad.bash", func(root *cobra.Command, w io.Writer) error { return root.GenBashCompletionV2(w, true) }},
+	{"narad.bash", genBashCompletion},
 	{"_narad", func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) }},
 	{"narad.fish", func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) }},
 	{"narad.ps1", func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) }},
@@ -35,9 +35,8 @@ func newGenDocsCmd(f *Factory) *cobra.Command {
 		Long:   "Write shell completions to DIR/completions, a man page per command to DIR/man and\nthe Markdown command reference to DIR/docs/cli. Used by scripts/gen-docs.sh.",
 		Hidden: true,
 		Args:   exactArgs(1, "one directory"),
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return nil, cobra.ShellCompDirectiveFilterDirs
-		},
+		// Files and directories: the script for directories only needs bash-completion.
+		ValidArgsFunction: cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := genDocs(cmd.Root(), args[0]); err != nil {
 				return exitWith(ExitFailed, fmt.Errorf("gen-docs: %v", unwrapPathError(err)))

@@ -80,10 +80,18 @@ A message the node refuses (413 over 1 MiB, 400) is reported with its line numbe
 (or argument number, counting MESSAGE arguments from 1) and size, and the others
 still go; the exit is then 1. 401, 403, 404 or an unreachable node stop at once.
 A summary goes to stderr.`,
-		Example: `  narad produce orders '{"order_id":"ord_1"}' -k customer-42
-  narad produce images --file cat.png
-  seq 1000 | narad produce numbers --lines -j 8
-  narad sub orders --drain -o json | narad produce orders-copy --json`,
+		Example: `  # One message with a key (same key, same partition)
+  narad produce orders -k customer-42 '{"order_id": "ord_123", "amount": 4999}'
+
+  # A file as one message, byte for byte
+  narad produce invoices --file invoice.pdf
+
+  # One message per line: a CSV export without its header, or jq's compact output
+  tail -n +2 orders.csv | narad produce orders --lines -j 8
+  jq -c '.orders[]' export.json | narad produce orders --lines
+
+  # Copy a topic without consuming it: keys and binary payloads stay exact
+  narad replay orders -o json | narad produce orders-copy --json`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Messages = args[0], args[1:]

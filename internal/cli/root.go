@@ -99,6 +99,13 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Short: "Work with a Narad message broker from the command line",
 		Long: "narad consumes, produces and settles messages on a Narad broker over its HTTP API,\n" +
 			"supervises a command per message while holding its lease, and runs a local broker.",
+		Example: "  # Try it on this machine: a local broker, a message in, the message out\n" +
+			"  narad dev --topic orders:3 &\n" +
+			"  narad produce orders '{\"order_id\": \"ord_123\", \"amount\": 4999}'\n" +
+			"  narad sub orders --count 1\n\n" +
+			"  # Talk to a real node from now on\n" +
+			"  narad context add prod --server https://narad.example.com --user app --password \"$NARAD_PASS\"\n" +
+			"  narad topic ls",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

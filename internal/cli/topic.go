@@ -20,7 +20,11 @@ func newTopicCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
 		Short: "List, inspect, create and delete topics",
-		Args:  exactArgs(0, "a subcommand: ls, info, create or delete"),
+		Example: "  narad topic ls\n" +
+			"  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n" +
+			"  narad topic info orders\n" +
+			"  narad topic delete orders-old --yes",
+		Args: exactArgs(0, "a subcommand: ls, info, create or delete"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageErrorf("narad topic needs a subcommand: ls, info, create or delete (see narad topic --help)")
 		},
@@ -73,6 +77,9 @@ func topicLsCmd(f *Factory, run func(*Factory, *topicLsOptions) error) *cobra.Co
 		Short:   "List topics",
 		Long: "List topics: name, partitions, visibility timeout and retention.\n" +
 			"With -o json: {\"topics\":[...]} holding the node's topic objects.",
+		Example: "  narad topic ls\n\n" +
+			"  # Names only, for a script\n" +
+			"  narad topic ls -o json | jq -r '.topics[].name'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
@@ -131,6 +138,9 @@ func topicInfoCmd(f *Factory, run func(*Factory, *topicInfoOptions) error) *cobr
 		Long: "Show a topic's settings and a table of its partitions: the oldest retained offset,\n" +
 			"the next offset to be handed out, the high watermark and the bytes retained.\n" +
 			"With -o json: the node's topic object, partition_stats included.",
+		Example: "  narad topic info orders\n\n" +
+			"  # The tail of each partition, for a script\n" +
+			"  narad topic info orders -o json | jq -c '.partition_stats[] | {index, high_watermark}'",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
@@ -203,8 +213,10 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 		Long: "Create a topic. Settings not given are the node's defaults.\n" +
 			"Durations are Go durations with a d for days allowed: 500ms, 30s, 1h30m, 7d.\n" +
 			"With -o json: the created topic as the node describes it.",
-		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d",
-		Args:    exactArgs(1, "one topic name"),
+		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n\n" +
+			"  # A scratch topic for one CI run, with the node's defaults\n" +
+			"  narad topic create \"ci-$BUILD_ID\"",
+		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -371,6 +383,10 @@ func topicDeleteCmd(f *Factory, run func(*Factory, *topicDeleteOptions) error) *
 		Long: "Delete a topic and all its messages. On a terminal it asks you to type the topic's\n" +
 			"name; elsewhere (scripts, pipes) it refuses unless --yes is given.\n" +
 			"With -o json: {\"name\":TOPIC,\"deleted\":true} on stdout.",
+		Example: "  # On a terminal it asks you to type the name\n" +
+			"  narad topic delete orders-old\n\n" +
+			"  # At the end of a CI run\n" +
+			"  narad topic delete \"ci-$BUILD_ID\" --yes",
 		Aliases: []string{"rm"},
 		Args:    exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {

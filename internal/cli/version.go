@@ -71,7 +71,10 @@ func newVersionCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print version, commit, build date and Go version",
-		Args:  exactArgs(0, "no arguments"),
+		Example: "  narad version\n" +
+			"  narad --version\n" +
+			"  narad version -o json | jq -r .version",
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return versionRun(f, opts)
 		},
