@@ -47,12 +47,40 @@ var settleShort = map[string]string{
 	"nack":   "Give leased messages back at once",
 }
 
+// settleDoes says what each settlement does to a message, for its help.
+var settleDoes = map[string]string{
+	"ack": "An acked message is done: it is never delivered again, to anyone.",
+	"extend": "Extending renews a lease for a full visibility timeout of the topic, counted from\n" +
+		"now (not added to what is left): the message stays hidden from other consumers, and\n" +
+		"its handle stays valid, while slow work goes on. The topic's setting is unchanged.",
+	"nack": "A nacked message is given back at once, without waiting for its lease to run out:\n" +
+		"it is redelivered right away (to a waiting consumer, with a new handle). Use it for\n" +
+		"work that cannot be done now, so that it does not wait out the lease.",
+}
+
+var settleExamples = map[string]string{
+	"ack": "  # Settle one handle (from sub -o json, or $NARAD_RECEIPT_HANDLE in exec mode)\n" +
+		"  narad ack orders 4:0:3327358780392153864\n\n" +
+		"  # Take ten, look at them, then settle them\n" +
+		"  narad sub orders --no-ack --count 10 -o json > held.jsonl\n" +
+		"  narad ack orders - < held.jsonl",
+	"extend": "  # Keep messages taken with --no-ack for another visibility timeout\n" +
+		"  narad extend orders - < held.jsonl\n" +
+		"  narad extend orders 4:0:3327358780392153864",
+	"nack": "  # Give back at once what was taken but will not be handled\n" +
+		"  narad nack orders - < held.jsonl\n\n" +
+		"  # Look at the next message and give it straight back\n" +
+		"  narad sub orders --no-ack --count 1 -o json | tee next.json | narad nack orders -",
+}
+
 func settleCmd(f *Factory, name string, a client.Action, run func(*Factory, *settleOptions) error) *cobra.Command {
 	opts := &settleOptions{Name: name, Action: a}
 	cmd := &cobra.Command{
 		Use:   name + " TOPIC HANDLE...",
 		Short: settleShort[name],
 		Long: settleShort[name] + `, by receipt handle.
+
+` + settleDoes[name] + `
 
 Handles are arguments, or - to read stdin: one handle a line, or lines of
 "narad sub -o json" (their receipt_handle is used), so that
@@ -66,9 +94,8 @@ stderr. With -o json, one result per handle on stdout:
   {"receipt_handle":"4:0:124","status":410,"error":"..."}
 Exit 0 when all were settled, 4 when some leases were gone (and nothing else failed),
 1 on any other failure.`,
-		Example: "  narad " + name + " orders 4:0:3327358780392153864\n" +
-			"  narad sub orders --no-ack --count 10 -o json | narad " + name + " orders -",
-		Args: minArgs(1, "a topic and receipt handles (or - for stdin)"),
+		Example: settleExamples[name],
+		Args:    minArgs(1, "a topic and receipt handles (or - for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Handles = args[0], args[1:]
 			if err := validateTopicName(opts.Topic); err != nil {

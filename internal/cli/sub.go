@@ -61,10 +61,18 @@ func newSubCmd(f *Factory) *cobra.Command {
 			"consumer that competes with the others on the topic. --peek watches without taking.\n\n" +
 			"With -- COMMAND, run the command once per message (payload on stdin, NARAD_* in the\n" +
 			"environment), extend the lease while it runs, ack on success and nack on failure." + execHelp,
-		Example: "  narad sub orders\n" +
-			"  narad sub orders --count 10 --timeout 30s -o json\n" +
-			"  narad sub orders --peek\n" +
-			"  narad sub orders -j 4 -- ./handle-order.sh",
+		Example: "  # Print and ack messages as they come (Ctrl-C to stop)\n" +
+			"  narad sub orders\n\n" +
+			"  # CI smoke check: exit 0 once a message arrived, 3 if none came within 30s\n" +
+			"  narad sub orders --count 1 --timeout 30s\n\n" +
+			"  # Payloads to jq, one JSON document a line\n" +
+			"  narad sub orders -o json | jq -r '.payload.order_id'\n\n" +
+			"  # Watch without taking anything, from the oldest message kept\n" +
+			"  narad sub orders --peek --from-beginning\n\n" +
+			"  # A worker: four commands at once, each message acked when its command exits 0\n" +
+			"  narad sub orders -j 4 -- ./handle-order.sh\n\n" +
+			"  # The same worker under systemd (a unit's ExecStart=); SIGTERM lets running commands finish\n" +
+			"  ExecStart=/usr/local/bin/narad sub orders -j 4 --shutdown-grace 60s -- /opt/shop/handle-order",
 		Args: minArgs(1, "a topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
