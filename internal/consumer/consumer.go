@@ -390,6 +390,9 @@ func (t *taker) run() (Reason, error) {
 		if closed(o.Stop) {
 			return StopInterrupted, nil
 		}
+		if t.take.Err() != nil {
+			return 0, nil
+		}
 		free, err := t.h.Slots(t.take)
 		if err != nil {
 			if t.take.Err() != nil {
