@@ -368,18 +368,28 @@ type taker struct {
 	c          *counters
 	o          Options
 	answerLost bool
+	lost       error // the connection error while the node is gone
 }
 
 // run takes and hands over until a stop. It returns the reason (0 when a stop ended
-// it, leaving the reason to whoever stopped it) or a fatal error.
+// it, leaving the reason to whoever stopped it) or a fatal error. The timeout running
+// out while the node is gone is the node's error: the run did not end cleanly.
 func (t *taker) run() (Reason, error) {
+	reason, err := t.loop()
+	if reason == 0 && err == nil && t.lost != nil && !closed(t.o.Stop) && t.ctx.Err() == nil {
+		return 0, t.lost
+	}
+	return reason, err
+}
+
+func (t *taker) loop() (Reason, error) {
 	o := t.o
 	wait := min(o.Wait, o.PollMax)
 	if o.Drain {
 		wait = 0
 	}
 	received := 0
-	reached, lost := false, false
+	reached := false
 	var backoff time.Duration // the next pause while the node is lost
 	for {
 		if o.Count > 0 && received >= o.Count {
@@ -411,31 +421,33 @@ func (t *taker) run() (Reason, error) {
 		case errors.Is(err, client.ErrAnswerLost):
 			t.answerLost = true
 			return 0, nil
-		case t.take.Err() != nil, errors.Is(err, client.ErrStopped):
-			return 0, nil
 		case reached && client.IsUnreachable(err):
 			// A node that answered before is restarting or briefly gone: wait it out
 			// (until a stop) rather than end a long-running consumer.
-			if !lost {
-				lost, backoff = true, min(firstReconnect, o.ReconnectMax)
+			first := t.lost == nil
+			t.lost = err
+			if t.take.Err() != nil {
+				return 0, nil
+			}
+			if first {
+				backoff = min(firstReconnect, o.ReconnectMax)
 				if o.OnNodeLost != nil {
 					o.OnNodeLost(err)
 				}
 			}
 			if !pause(t.take, backoff) {
-				if closed(o.Stop) || t.ctx.Err() != nil {
-					return 0, nil
-				}
-				return 0, err // the timeout ran out with the node still gone
+				return 0, nil
 			}
 			backoff = min(2*backoff, o.ReconnectMax)
 			continue
+		case t.take.Err() != nil, errors.Is(err, client.ErrStopped):
+			return 0, nil
 		default:
 			return 0, err
 		}
 		reached = true
-		if lost {
-			lost = false
+		if t.lost != nil {
+			t.lost = nil
 			if o.OnNodeBack != nil {
 				o.OnNodeBack()
 			}
