@@ -228,6 +228,14 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	if cmd.Flags().Changed("partition") {
 		co.Partition = &opts.partition
 	}
+	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
+	if opts.command != nil {
+		// Settlements still retrying when the grace for running commands ends are
+		// given up then, as at a second signal.
+		ran := make(chan struct{})
+		defer close(ran)
+		co.Abandon = f.Signals.SoftThen(opts.shutdownGrace, ran)
+	}
 
 	var h consumer.Handler
 	if opts.command == nil {
@@ -239,6 +247,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	}
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
 	printStats(f, opts.stats, res.Stats)
+	writeRunLeftovers(f, opts.topic, res)
 	if err != nil && res.Reason == consumer.StopFailed {
 		return apiFatal(f, c, err, "consume", opts.topic)
 	}
