@@ -82,11 +82,11 @@ func newSubCmd(f *Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.partition, "partition", -1, "consume from this partition only")
-	fl.DurationVar(&opts.wait, "wait", 10*time.Second, "long-poll per request")
+	fl.DurationVar(&opts.wait, "wait", 10*time.Second, "long-poll per request (in polls of at most 1s, so a signal never cuts an answer)")
 	fl.IntVar(&opts.max, "max", 100, "messages per request, 1..100")
 	fl.IntVar(&opts.count, "count", 0, "stop after N messages")
 	fl.DurationVar(&opts.timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
-	fl.BoolVar(&opts.drain, "drain", false, "stop at the first consume that finds nothing ready")
+	fl.BoolVar(&opts.drain, "drain", false, "stop once the node has nothing ready for this consumer")
 	fl.BoolVar(&opts.noAck, "no-ack", false, "print and leave the leases to lapse")
 	fl.StringVar(&opts.stats, "stats", "", "print counters on stderr at the end: text or json (default: text on a terminal)")
 	fl.Lookup("stats").NoOptDefVal = "text"
