@@ -155,6 +155,7 @@ type handleReader struct {
 
 	mu      sync.Mutex
 	reading bool          // blocked in a read of stdin, holding no whole line
+	later   []string      // the handle arguments after "-", not sent while reading it
 	early   bool          // stopped before the end of input
 	lines   int           // stdin lines taken whole
 	waiting chan struct{} // a value when reading turns true
@@ -169,11 +170,14 @@ func newHandleReader(ctx context.Context, in io.Reader, args []string) *handleRe
 
 func (h *handleReader) run(ctx context.Context, in io.Reader, args []string) {
 	defer close(h.items)
-	for _, a := range args {
+	for i, a := range args {
 		if a != "-" {
 			h.items <- settleItem{handle: a}
 			continue
 		}
+		h.mu.Lock()
+		h.later = args[i+1:]
+		h.mu.Unlock()
 		r := bufio.NewReaderSize(in, 64<<10)
 		for lineNo := 1; ; lineNo++ {
 			whole := lineBuffered(r)
@@ -243,12 +247,16 @@ func (h *handleReader) leftovers() (rest []settleItem, unreadAfter int, unread b
 		case <-h.waiting:
 		}
 		h.mu.Lock()
-		reading, lines := h.reading, h.lines
+		reading, lines, later := h.reading, h.lines, h.later
 		h.mu.Unlock()
 		if !reading {
 			continue
 		}
-		// Blocked on stdin: every whole line it took was sent before it began.
+		// Blocked on stdin: every whole line it took was sent before it began, and
+		// the arguments after "-" will not be.
+		for _, a := range later {
+			rest = append(rest, settleItem{handle: a})
+		}
 		for {
 			select {
 			case it, ok := <-h.items:
