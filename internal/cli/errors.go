@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"text/template"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -100,6 +102,10 @@ func transportHint(base string, err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "waiting for " + base
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
+		if base == config.DefaultServer && errors.Is(err, syscall.ECONNREFUSED) {
+			// Most likely a first run with no broker yet: say how to get one.
+			return fmt.Sprintf("no broker at %s; start one with narad dev, or pass --server", base)
+		}
 		return fmt.Sprintf("cannot reach %s; check --server or the context", base)
 	}
 	return ""

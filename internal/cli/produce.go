@@ -79,10 +79,18 @@ Ctrl-C stops reading and lets the requests already out finish, so the summary is
 exact and says from which line to resume without sending anything twice
 (interrupted: lines 1-1173 produced; resume with tail -n +1174). A second Ctrl-C
 abandons them: their messages are counted as unknown (they may have been stored).`,
-		Example: `  narad produce orders '{"order_id":"ord_1"}' -k customer-42
-  narad produce images --file cat.png
-  seq 1000 | narad produce numbers --lines -j 8
-  narad sub orders --drain -o json | narad produce orders-copy --json`,
+		Example: `  # One message with a key (same key, same partition)
+  narad produce orders -k customer-42 '{"order_id": "ord_123", "amount": 4999}'
+
+  # A file as one message, byte for byte
+  narad produce invoices --file invoice.pdf
+
+  # One message per line: a CSV export without its header, or jq's compact output
+  tail -n +2 orders.csv | narad produce orders --lines -j 8
+  jq -c '.orders[]' export.json | narad produce orders --lines
+
+  # Copy a topic without consuming it: keys and binary payloads stay exact
+  narad replay orders -o json | narad produce orders-copy --json`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Messages = args[0], args[1:]

@@ -28,6 +28,8 @@ type Factory struct {
 	Signals *Signals
 	// ReadSecret asks for a password on the terminal without echo (nil: cannot ask).
 	ReadSecret func(prompt string) (string, error)
+	// CompletionTimeout bounds what TAB asks the node; zero is the default.
+	CompletionTimeout time.Duration
 
 	global globalFlags
 	// conn is the connection once resolved: the config file is read, and any
@@ -72,10 +74,15 @@ func Run(f *Factory, args []string) (code int) {
 	code = exitCodeFor(err)
 	if err != nil {
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.err != nil {
+		ours := errors.As(err, &ee)
+		if !ours || ee.err != nil {
+			line := err.Error()
+			if !ours {
+				line = unknownCommandLine(line) // cobra's own, with its suggestions below
+			}
 			// Escaped here, once for every command: the line may quote what the user
 			// typed (a flag, a file name) or what a node sent.
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(unknownCommandLine(err.Error()))))
+			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(line)))
 		}
 	}
 	if sig := f.Signals.Received(); sig != 0 && code != ExitUsage {
@@ -99,6 +106,13 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Short: "Work with a Narad message broker from the command line",
 		Long: "narad consumes, produces and settles messages on a Narad broker over its HTTP API,\n" +
 			"supervises a command per message while holding its lease, and runs a local broker.",
+		Example: "  # Try it on this machine: a local broker, a message in, the message out\n" +
+			"  narad dev --topic orders:3 &\n" +
+			"  narad produce orders '{\"order_id\": \"ord_123\", \"amount\": 4999}'\n" +
+			"  narad sub orders --count 1\n\n" +
+			"  # Talk to a real node from now on\n" +
+			"  narad context add prod --server https://narad.example.com --user app --password \"$NARAD_PASS\"\n" +
+			"  narad topic ls",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -120,9 +134,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("%v (see --help)", err)}
-	})
+	root.SetFlagErrorFunc(flagError)
 
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.global.server, "server", "s", "", "node to talk to (env NARAD_ADDR; default from the context, else "+config.DefaultServer+")")
@@ -137,26 +149,41 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	pf.BoolVarP(&f.global.verbose, "verbose", "v", false, "log each HTTP request, status and latency on stderr")
 	pf.BoolVar(&f.global.curl, "curl", false, "before each request, print the curl command that makes it on stderr (credentials as $NARAD_USER:$NARAD_PASS)")
 
-	root.AddCommand(
+	// Groups in the order `narad --help` lists them, as gh does.
+	root.AddGroup(
+		&cobra.Group{ID: "messages", Title: "Messages:"},
+		&cobra.Group{ID: "admin", Title: "Topics and admin:"},
+		&cobra.Group{ID: "local", Title: "Local broker:"},
+		&cobra.Group{ID: "setup", Title: "Setup:"},
+	)
+	addGroup(root, "messages",
 		newSubCmd(f),
 		newProduceCmd(f),
 		newSettleCmd(f, "ack", client.Ack),
 		newSettleCmd(f, "extend", client.Extend),
 		newSettleCmd(f, "nack", client.Nack),
 		newReplayCmd(f),
-		newTopicCmd(f),
-		newUserCmd(f),
-		newClusterCmd(f),
-		newStatusCmd(f),
-		newBenchCmd(f),
-		newContextCmd(f),
-		newDevCmd(f),
-		newDemoCmd(f),
-		newVersionCmd(f),
-		newCompletionCmd(f),
 	)
+	addGroup(root, "admin", newTopicCmd(f), newUserCmd(f), newClusterCmd(f), newStatusCmd(f), newBenchCmd(f))
+	addGroup(root, "local", newDevCmd(f), newDemoCmd(f))
+	addGroup(root, "setup", newContextCmd(f), newVersionCmd(f), newCompletionCmd(f))
+	root.SetHelpCommandGroupID("setup")
+	root.AddCommand(newGenDocsCmd(f))
+	v := buildInfo()
+	root.Version = v.Version // --version, printed like `narad version`
+	root.Flags().Bool("version", false, "print the version, as narad version does")
+	root.SetVersionTemplate(versionLine(v) + "\n")
 	strictHelp(root)
+	teach(root)
+	addCompletions(f, root)
 	return root
+}
+
+func addGroup(root *cobra.Command, id string, cmds ...*cobra.Command) {
+	for _, c := range cmds {
+		c.GroupID = id
+		root.AddCommand(c)
+	}
 }
 
 // strictHelp makes `narad help TOPIC` refuse a topic that is not a command (exit 2,

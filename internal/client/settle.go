@@ -98,6 +98,14 @@ func (c *Client) Nack(ctx context.Context, topic, handle string) error {
 	return c.settleOne(ctx, topic, Nack, handle)
 }
 
+// Unconfirmed reports a result without a final answer (no answer at all, or a 502,
+// 503, 504 or 421 when the retries ran out or were abandoned): the settlement may or
+// may not have happened, and sending it again is safe (an ack that had landed
+// answers 410 the second time).
+func (r SettleResult) Unconfirmed() bool {
+	return r.Status == 0 || retryableStatus(r.Status)
+}
+
 func (c *Client) settleOne(ctx context.Context, topic string, a Action, handle string) error {
 	s, err := c.settle(ctx, topic, a, []string{handle})
 	if err != nil {

@@ -141,6 +141,15 @@ func ValidateContextName(name string) error {
 	return nil
 }
 
+// NormalizeServer reads a server typed without a scheme, host:port, as
+// http://host:port: the way people write a local node's address.
+func NormalizeServer(s string) string {
+	if s == "" || strings.Contains(s, "://") {
+		return s
+	}
+	return "http://" + s
+}
+
 // ValidateServer checks that s is an http(s) URL with a host.
 func ValidateServer(s string) error {
 	u, err := url.Parse(s)

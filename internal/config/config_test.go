@@ -66,6 +66,10 @@ func TestResolveLayering(t *testing.T) {
 			want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
 		{name: "NARAD_CONTEXT picks another", env: map[string]string{"NARAD_CONTEXT": "local"},
 			want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
+		{name: "host:port without a scheme is http", args: []string{"--server", "localhost:7942"},
+			want: Connection{Server: "http://localhost:7942", Context: "prod", DroppedCredentials: true}},
+		{name: "NARAD_ADDR without a scheme too, same origin as the context", env: map[string]string{"NARAD_ADDR": "127.0.0.1:7942"},
+			args: []string{"--context", "local"}, want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
 		{name: "unknown context", args: []string{"--context", "nope"}, wantErr: true},
 		{name: "bad server", args: []string{"--server", "ftp://x"}, wantErr: true},
 		{name: "empty port", args: []string{"--server", "http://127.0.0.1:"}, wantErr: true},
@@ -216,6 +220,21 @@ func TestValidateContextName(t *testing.T) {
 	for _, n := range []string{"", "a b", "a/b", "a:b", "a\x1b[2J", "a\u009b", "a*", "a\"b", "a\xff"} {
 		if err := ValidateContextName(n); err == nil {
 			t.Errorf("ValidateContextName(%q) = nil, want an error", n)
+		}
+	}
+}
+
+func TestNormalizeServer(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:7942":        "http://localhost:7942",
+		"127.0.0.1:7942":        "http://127.0.0.1:7942",
+		"narad.example.com":     "http://narad.example.com",
+		"https://narad.example": "https://narad.example",
+		"http://127.0.0.1:1":    "http://127.0.0.1:1",
+		"":                      "",
+	} {
+		if got := NormalizeServer(in); got != want {
+			t.Errorf("NormalizeServer(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -67,6 +67,7 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 			return Connection{}, fmt.Errorf("current context %q is not in %s (run narad context use NAME)", name, f.Path())
 		}
 		saved, conn.Context = c, name
+		saved.Server = NormalizeServer(saved.Server)
 	}
 
 	// A value is "explicit" when it came from a flag the user typed or from the
@@ -79,7 +80,7 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 		conn.Server = saved.Server
 	}
 	if explicit("server") {
-		conn.Server = v.GetString("server")
+		conn.Server = NormalizeServer(v.GetString("server"))
 	}
 	if err := ValidateServer(conn.Server); err != nil {
 		return Connection{}, err

@@ -140,13 +140,13 @@ func New(o Options) (*Renderer, error) {
 		}
 		t, err := template.New("template").Parse(o.Template)
 		if err != nil {
-			return nil, err
+			return nil, templateErr(err)
 		}
 		// text/template finds an unknown field only when it runs. Running it once here
 		// on a sample message makes a typo a usage error before anything is consumed,
 		// instead of a failure on every message, each of which would be given back.
 		if err := t.Execute(io.Discard, sampleData()); err != nil {
-			return nil, err
+			return nil, templateErr(err)
 		}
 		r.tmpl = t
 		r.tmplNL = strings.HasSuffix(o.Template, "\n")

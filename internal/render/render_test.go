@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
@@ -470,6 +472,39 @@ func TestNewErrors(t *testing.T) {
 				t.Fatalf("New = %v, %v; want error containing %q", r, err, tt.want)
 			}
 		})
+	}
+}
+
+// A template error is worded for its writer: where in the template, and what kind of
+// value was asked for a field, never a Go type of this package; at run time it still
+// unwraps to text/template's ExecError.
+func TestTemplateErrorsNameNoGoTypes(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		"{{.Nope}}":           "<.Nope> (line 1, column 2): can't evaluate field Nope in a message",
+		"{{.Payload.X}}":      "<.Payload.X> (line 1, column 10): can't evaluate field X in text",
+		"{{.Offset.X}}":       "<.Offset.X> (line 1, column 9): can't evaluate field X in a number",
+		"a\n{{.Partition.X}}": "<.Partition.X> (line 2, column 12): can't evaluate field X in a number",
+		"{{.Time.X}}":         "<.Time.X> (line 1, column 7): can't evaluate field X in a time",
+		"{{nosuch}}":          `line 1: function "nosuch" not defined`,
+		"{{":                  "line 1: unclosed action",
+	} {
+		_, err := New(Options{Format: Template, Template: tmpl})
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", tmpl, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "render.") || strings.Contains(err.Error(), "templateData") ||
+			strings.Contains(err.Error(), `"template"`)) {
+			t.Errorf("%q: %v names Go internals", tmpl, err)
+		}
+	}
+
+	// Passes the sample, fails on a real message: a short payload.
+	r := mustNew(t, Options{Format: Template, Template: "{{slice .Payload 0 3}}"})
+	m := &client.Message{Topic: "t", Payload: json.RawMessage(`"ab"`)}
+	_, err := r.Append(nil, m)
+	var execErr template.ExecError
+	if err == nil || !errors.As(err, &execErr) || strings.Contains(err.Error(), "templateData") {
+		t.Errorf("run-time error %v: want a worded text/template ExecError", err)
 	}
 }
 
