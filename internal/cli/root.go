@@ -201,6 +201,13 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if conn.Insecure && strings.HasPrefix(conn.Server, "https:") {
 		fmt.Fprintln(f.IO.ErrOut, "narad: warning: TLS certificate verification is off (--insecure)")
 	}
+	if w := cfg.PermissionWarning(); w != "" {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: %s\n", render.Escape(w))
+	}
+	if conn.User != "" && config.CleartextCredentials(conn.Server) {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: the password goes to %s over plain http, readable on the network (use https://)\n",
+			render.Escape(config.RedactURL(conn.Server)))
+	}
 	f.conn = &conn
 	return conn, nil
 }
