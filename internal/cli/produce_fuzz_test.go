@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,4 +168,25 @@ func ptrText(p *string) string {
 		return "none"
 	}
 	return strconv.Quote(*p)
+}
+
+// TestReadLineCountsCutLines: a line over the limit is reported with its own length,
+// without its "\n" or "\r\n", like a line within it.
+func TestReadLineCountsCutLines(t *testing.T) {
+	// Lines longer than the reader's buffer of 16 come in more than one piece.
+	r := bufio.NewReaderSize(strings.NewReader("abcdefghijklmnopqrstuvwxyz\r\n0123456789abcdefghij\nshort\n\r\nxyz\r"), 16)
+	var got []int64
+	for {
+		_, n, err := readLine(r, 5)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	if want := []int64{26, 20, 5, 0, 4}; !slices.Equal(got, want) {
+		t.Errorf("lengths %v, want %v", got, want)
+	}
 }

@@ -32,6 +32,9 @@ type Factory struct {
 	// --insecure warning printed, once per invocation.
 	conn *config.Connection
 	root *cobra.Command
+	// requestTimeout bounds a request that does not long-poll; zero means the
+	// client's default. Tests shorten it.
+	requestTimeout time.Duration
 }
 
 type globalFlags struct {
@@ -230,6 +233,7 @@ func (f *Factory) Client() (*client.Client, error) {
 		Insecure:   conn.Insecure,
 		Verbose:    verbose,
 		UserAgent:  "narad/" + versionString(),
+		Timeout:    f.requestTimeout,
 	})
 	if err != nil {
 		return nil, exitWith(ExitUsage, err)

@@ -31,6 +31,8 @@ type Config struct {
 	UserAgent      string // default "narad-cli"
 	ClientName     string // X-Narad-Client value; default "narad-cli"
 	Retry          RetryPolicy
+	// Timeout bounds each request that does not long-poll; zero means DefaultTimeout.
+	Timeout time.Duration
 	// HTTPClient replaces the client's own (tests); CACertFile and Insecure are then
 	// the caller's business.
 	HTTPClient *http.Client
@@ -48,6 +50,7 @@ type Client struct {
 	hasAuth    bool
 	ua, name   string
 	retry      RetryPolicy
+	timeout    time.Duration // of a request that does not long-poll
 	http       *http.Client
 	verbose    io.Writer
 	verboseMu  sync.Mutex
@@ -109,7 +112,11 @@ func New(cfg Config) (*Client, error) {
 		ua:      orDefault(cfg.UserAgent, "narad-cli"),
 		name:    orDefault(cfg.ClientName, "narad-cli"),
 		retry:   cfg.Retry.withDefaults(),
+		timeout: cfg.Timeout,
 		verbose: cfg.Verbose,
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
 	}
 	if u.User != nil && !c.hasAuth {
 		c.user = u.User.Username()
@@ -198,7 +205,7 @@ type request struct {
 	header  http.Header
 	body    []byte
 	ctype   string
-	timeout time.Duration // 0 means DefaultTimeout
+	timeout time.Duration // 0 means the Client's
 }
 
 // response is an answer read in full, so the connection goes back to the pool.
@@ -209,7 +216,12 @@ type response struct {
 }
 
 func (r *response) err(op string) *Error {
-	return &Error{Op: op, Status: r.status, Message: errorText(r.body)}
+	msg := errorText(r.body)
+	if loc := r.header.Get("Location"); r.status/100 == 3 && loc != "" {
+		// Redirects are not followed (see refuseRedirect): where it points is the news.
+		msg = "redirect to " + oneLine(redactURL(loc))
+	}
+	return &Error{Op: op, Status: r.status, Message: msg}
 }
 
 // send makes one attempt. A transport error comes back wrapped with the op; it is
@@ -221,7 +233,7 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	}
 	timeout := r.timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = c.timeout
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -247,11 +259,17 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 
 	start := time.Now()
 	resp, err := c.http.Do(req)
+	if errors.Is(err, io.EOF) {
+		err = &cutError{what: "the node closed the connection without answering", err: err}
+	}
 	var out *response
 	if err == nil {
 		var b []byte
 		b, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 		resp.Body.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = &cutError{what: "the node's answer was cut short", err: err}
+		}
 		if err == nil && len(b) > maxBody {
 			err = errBodyTooLarge
 		}
@@ -272,6 +290,16 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	}
 	return out, nil
 }
+
+// cutError is a connection that ended before the answer did: a bare "EOF" tells a
+// user nothing.
+type cutError struct {
+	what string
+	err  error
+}
+
+func (e *cutError) Error() string { return e.what }
+func (e *cutError) Unwrap() error { return e.err }
 
 type timeoutError struct {
 	after time.Duration
