@@ -373,7 +373,7 @@ func parseProduceJSONLine(line []byte) (body []byte, key *string, err error) {
 	if len(m.Payload) == 0 {
 		return nil, nil, errors.New("no payload field (want a line of narad sub -o json)")
 	}
-	body, err = render.DecodePayload(&m)
+	body, err = m.PayloadBytes()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -383,8 +383,7 @@ func parseProduceJSONLine(line []byte) (body []byte, key *string, err error) {
 		k := string(kb)
 		key = &k
 	}
-	// DecodePayload may share memory with m.Payload; own it, since it is sent later.
-	return append([]byte(nil), body...), key, nil
+	return body, key, nil
 }
 
 func jsonErrorText(err error) string {

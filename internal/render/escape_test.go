@@ -63,24 +63,6 @@ func FuzzEscape(f *testing.F) {
 	})
 }
 
-// FuzzJSONText: our unquoting agrees with encoding/json on every valid JSON string.
-func FuzzJSONText(f *testing.F) {
-	for _, s := range []string{`""`, `"a"`, `"\u00e9\ud83d\ude00"`, `"\ud800\u0041"`, `"\udc00"`, `"\/\b\f\n\r\t\"\\"`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, q string) {
-		var want string
-		v := trimJSONSpace([]byte(q)) // as classify does
-		if json.Unmarshal(v, &want) != nil || len(v) == 0 || v[0] != '"' || !utf8.Valid(v) {
-			return // encoding/json replaces invalid UTF-8, which we keep on purpose
-		}
-		got, err := jsonText(v)
-		if err != nil || string(got) != want {
-			t.Fatalf("jsonText(%s) = %q, %v; encoding/json says %q", q, got, err, want)
-		}
-	})
-}
-
 func TestAppendJSONString(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", `""`},
