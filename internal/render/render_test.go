@@ -174,6 +174,15 @@ func TestTextInjection(t *testing.T) {
 		{"key with ESC, BEL and newline", with(func(m *client.Message) {
 			m.Key = ptr("\x1b]0;title\x07\nnext\u009b")
 		}), `[p4 @0] key=\x1b]0;title\x07\nnext\u009b 03:06:49 {"order_id": "ord_123", "amount": 4999}` + "\n"},
+		{"bidi override in a text payload", with(func(m *client.Message) {
+			m.Payload = json.RawMessage(`"amount: 10\u202e00001\u202c EUR"`)
+		}), `[p4 @0] key=customer-42 03:06:49 amount: 10\u202e00001\u202c EUR` + "\n"},
+		{"bidi isolates raw in a JSON payload", with(func(m *client.Message) {
+			m.Payload = json.RawMessage("{\"user\":\"\u2067admin\u2069\"}")
+		}), `[p4 @0] key=customer-42 03:06:49 {"user":"\u2067admin\u2069"}` + "\n"},
+		{"zero-width characters in a key", with(func(m *client.Message) {
+			m.Key = ptr("cust\u200bomer\ufeff-42\u2060")
+		}), `[p4 @0] key=cust\u200bomer\ufeff-42\u2060 03:06:49 {"order_id": "ord_123", "amount": 4999}` + "\n"},
 		{"base64 key with ESC", with(func(m *client.Message) {
 			m.Key = ptr(b64("\x1b[1A\xff"))
 			m.KeyEncoding = "base64"
@@ -195,7 +204,7 @@ func TestTextInjection(t *testing.T) {
 func assertInert(t *testing.T, s string) {
 	t.Helper()
 	for i, r := range s {
-		if r < 0x20 || r == 0x7f || isC1(r) {
+		if r < 0x20 || r == 0x7f || isC1(r) || isInvisible(r) {
 			t.Errorf("control character %U at %d in %q", r, i, s)
 		}
 	}
