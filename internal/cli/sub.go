@@ -231,7 +231,15 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 
 	var h consumer.Handler
 	if opts.command == nil {
-		h = consumer.NewPrinter(f.IO.Out, r)
+		p := consumer.NewPrinter(f.IO.Out, r)
+		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {
+			t, err := c.Topic(ctx, opts.topic)
+			if err != nil {
+				return 0, err
+			}
+			return time.Duration(t.VisibilityTimeoutMs) * time.Millisecond, nil
+		})
+		h = p
 	} else {
 		if h, err = newSupervisor(f, c, opts); err != nil {
 			return err

@@ -25,9 +25,8 @@ type pipeProbe interface {
 //
 // Lines waiting in the pipe hold their leases, so a slow reader (`| while read`) must
 // not see them lapse: the leases of lines that wait longer than a third of the lease are
-// extended, in one request for all of them, and no more is taken while a full batch
-// still waits unread, which bounds what is held to under two batches however slow the
-// reader is.
+// extended, in one request for all of them, and no more is taken while pipeHoldMax
+// lines wait unread, which bounds what is held however slow the reader is.
 const (
 	// pipeEvery is how often a pipe with lines in it is looked at. A fast reader's lines
 	// are mostly acked on the next batch's turn; this bounds the wait of the last ones.
@@ -41,6 +40,11 @@ const (
 	// pipeLeaseAsk is how long a line may wait before the topic's lease is asked for:
 	// a reader keeping up never needs it.
 	pipeLeaseAsk = 200 * time.Millisecond
+	// pipeHoldMax is how many lines may wait unread before no more is taken. A fast
+	// reader is often a batch or two behind only because it was not scheduled yet, and
+	// waiting for it then costs a third of the rate; a slow one holds this many leases
+	// at most, extended in a request or two.
+	pipeHoldMax = 10 * MaxBatch
 	// pipeExtendUnknown is how often waiting lines are extended when the lease could
 	// not be learnt.
 	pipeExtendUnknown = time.Second
@@ -299,7 +303,7 @@ func (ps *pipeState) stopExtending() {
 	}
 }
 
-// slots is Slots for a pipe: no more is taken while a full batch still waits unread.
+// slots is Slots for a pipe: no more is taken while pipeHoldMax lines wait unread.
 func (ps *pipeState) slots(ctx context.Context) (int, error) {
 	for {
 		ps.settleTaken()
@@ -309,7 +313,7 @@ func (ps *pipeState) slots(ctx context.Context) (int, error) {
 			<-ctx.Done()
 			return 0, ctx.Err()
 		}
-		if n < MaxBatch {
+		if n < pipeHoldMax {
 			return MaxBatch, nil
 		}
 		t := time.NewTimer(ps.every)

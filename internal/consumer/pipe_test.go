@@ -218,22 +218,22 @@ func TestPipeLeaseLostWhileWaiting(t *testing.T) {
 	}
 }
 
-// TestPipeHoldsAtMostTwoBatches: while a full batch waits unread nothing more is
-// taken, so a reader that stalls holds at most two batches of leases.
-func TestPipeHoldsAtMostTwoBatches(t *testing.T) {
+// TestPipeHoldsABoundedNumber: while pipeHoldMax (1000) lines wait unread nothing
+// more is taken, so a reader that stalls holds a bounded number of leases.
+func TestPipeHoldsABoundedNumber(t *testing.T) {
 	src := consumertest.New()
-	src.Add("t", 500)
+	src.Add("t", 1500)
 	r, w := pipe(t)
-	done := runAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 500})
-	waitFor(t, "the first batch", func() bool { return src.Len() <= 400 })
+	done := runAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 1500})
+	waitFor(t, "ten batches", func() bool { return src.Len() <= 500 })
 	// Absence cannot be awaited: give the loop ample turns to take more if it would.
 	time.Sleep(100 * time.Millisecond)
-	if left := src.Len(); left != 400 {
-		t.Errorf("%d taken while the first batch waits unread, want 100", 500-left)
+	if left := src.Len(); left != 500 {
+		t.Errorf("%d taken while 1000 wait unread, want 1000", 1500-left)
 	}
 	go io.Copy(io.Discard, r)
 	res := result(t, done)
-	if res.Stats.Acked != 500 {
+	if res.Stats.Acked != 1500 {
 		t.Errorf("stats %+v", res.Stats)
 	}
 }
