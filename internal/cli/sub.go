@@ -232,6 +232,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	var h consumer.Handler
 	if opts.command == nil {
 		p := consumer.NewPrinter(f.IO.Out, r)
+		p.AsksFor(opts.max)
 		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {
 			t, err := c.Topic(ctx, opts.topic)
 			if err != nil {

@@ -75,6 +75,8 @@ type pipeState struct {
 	done  chan struct{} // closed by Finish: the watcher stops
 
 	lease atomic.Int64 // nanoseconds; 0 not known yet, -1 could not be learnt
+	// caughtUp is the last batch coming back short of a full one: the node had no more.
+	caughtUp atomic.Bool
 
 	mu        sync.Mutex
 	wg        *sync.WaitGroup
@@ -303,8 +305,14 @@ func (ps *pipeState) stopExtending() {
 	}
 }
 
-// slots is Slots for a pipe: no more is taken while pipeHoldMax lines wait unread.
+// slots is Slots for a pipe: no more is taken while pipeHoldMax lines wait unread, and,
+// once a batch came back short (the node had no more ready, so the next consume is
+// likely to long-poll), none until the reader took every line. A reader that goes
+// away during a long poll then leaves nothing to give back: a give-back while this
+// run's long poll is being cancelled could be handed to that very poll and stay
+// leased to nobody until the lease runs out.
 func (ps *pipeState) slots(ctx context.Context) (int, error) {
+	pause := 50 * time.Microsecond
 	for {
 		ps.settleTaken()
 		n, gone, changed := ps.waitingCount()
@@ -313,10 +321,13 @@ func (ps *pipeState) slots(ctx context.Context) (int, error) {
 			<-ctx.Done()
 			return 0, ctx.Err()
 		}
-		if n < pipeHoldMax {
+		if n == 0 || (n < pipeHoldMax && !ps.caughtUp.Load()) {
 			return MaxBatch, nil
 		}
-		t := time.NewTimer(ps.every)
+		// A reader keeping up takes a line within microseconds; a slow one is looked
+		// at less and less often.
+		t := time.NewTimer(pause)
+		pause = min(2*pause, ps.every)
 		select {
 		case <-changed:
 		case <-t.C:

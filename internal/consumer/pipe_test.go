@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,5 +236,40 @@ func TestPipeHoldsABoundedNumber(t *testing.T) {
 	res := result(t, done)
 	if res.Stats.Acked != 1500 {
 		t.Errorf("stats %+v", res.Stats)
+	}
+}
+
+// startCounter counts consumes as they start (consumertest records them as they end).
+type startCounter struct {
+	*consumertest.Source
+	started atomic.Int32
+}
+
+func (s *startCounter) Consume(ctx context.Context, topic string, o client.ConsumeOptions) (*client.ConsumeResult, error) {
+	s.started.Add(1)
+	return s.Source.Consume(ctx, topic, o)
+}
+
+// TestPipeNoLongPollWhileLinesWait: once a batch comes back short (the node had no
+// more), the next consume, likely a long poll, waits until the reader took every line.
+// A reader going away during a long poll then leaves nothing to give back, so nothing
+// given back can be handed to that poll as it is cancelled.
+func TestPipeNoLongPollWhileLinesWait(t *testing.T) {
+	src := &startCounter{Source: consumertest.New()}
+	src.Add("t", 10)
+	r, w := pipe(t)
+	done := runAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
+	waitFor(t, "the batch", func() bool { return src.Len() == 0 })
+	// Absence cannot be awaited: give the loop ample turns to start a consume if it would.
+	time.Sleep(100 * time.Millisecond)
+	if n := src.started.Load(); n != 1 {
+		t.Errorf("%d consumes started while ten lines wait unread, want 1", n)
+	}
+	takeLines(t, r, 10)
+	waitFor(t, "the long poll once all was read", func() bool { return src.started.Load() == 2 })
+	r.Close()
+	res := result(t, done)
+	if res.Reason != consumer.StopOutputClosed || res.Stats.Acked != 10 {
+		t.Errorf("result %+v", res)
 	}
 }

@@ -45,6 +45,7 @@ type Printer struct {
 	stop <-chan struct{}
 
 	pipe *pipeState // nil unless w is a pipe narad can see into
+	max  int        // what a consume asks for: a batch with fewer is the node out of messages
 }
 
 // abandonGrace is how long a blocked write may still finish after a stop.
@@ -58,7 +59,7 @@ func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
-	p := &Printer{w: w, r: r, acks: make(chan struct{}, printAcksInFlight)}
+	p := &Printer{w: w, r: r, acks: make(chan struct{}, printAcksInFlight), max: MaxBatch}
 	if probe := pipeOf(w); probe != nil {
 		p.pipe = newPipeState(probe, &p.wg, p.ackLater)
 	}
@@ -71,6 +72,14 @@ func NewPrinter(w io.Writer, r LineRenderer) *Printer {
 func (p *Printer) LeaseFrom(f func(context.Context) (time.Duration, error)) {
 	if p.pipe != nil {
 		p.pipe.leaseOf = f
+	}
+}
+
+// AsksFor tells the Printer the most messages one consume asks for (Options.Max), so
+// that a batch that comes back short, the node having no more ready, is known.
+func (p *Printer) AsksFor(max int) {
+	if max > 0 {
+		p.max = max
 	}
 }
 
@@ -118,6 +127,7 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	var base int64
 	if p.pipe != nil {
 		p.pipe.watch()
+		p.pipe.caughtUp.Store(len(ds) < p.max)
 		var ok bool
 		// Recorded before the write, so a write that blocks on a slow reader still has
 		// its leases kept.
