@@ -37,6 +37,9 @@ const (
 	// pipeGrace is how long, after a stop, the reader may still take what waits in the
 	// pipe before it is given back.
 	pipeGrace = 500 * time.Millisecond
+	// pipeGoneGrace is how long a consume on its way when the reader went away may
+	// still be answered before it is cancelled.
+	pipeGoneGrace = 250 * time.Millisecond
 	// pipeLeaseAsk is how long a line may wait before the topic's lease is asked for:
 	// a reader keeping up never needs it.
 	pipeLeaseAsk = 200 * time.Millisecond
@@ -62,13 +65,14 @@ type pipeState struct {
 	probe pipeProbe
 	// leaseOf tells the topic's lease, asked once a line has waited pipeLeaseAsk; nil
 	// means it is not known.
-	leaseOf func(context.Context) (time.Duration, error)
-	every   time.Duration
-	idle    time.Duration
-	grace   time.Duration
-	now     func() time.Time
+	leaseOf   func(context.Context) (time.Duration, error)
+	every     time.Duration
+	idle      time.Duration
+	grace     time.Duration
+	goneGrace time.Duration
+	now       func() time.Time
 
-	// settle starts a settlement outside the lock, counted in the Printer's WaitGroup.
+	// ack acks in the background (Printer.ackLater), counted in the Printer's WaitGroup.
 	ack func([]Delivery)
 
 	start sync.Once
@@ -96,7 +100,7 @@ type pipeState struct {
 func newPipeState(probe pipeProbe, wg *sync.WaitGroup, ack func([]Delivery)) *pipeState {
 	return &pipeState{
 		probe: probe, wg: wg, ack: ack,
-		every: pipeEvery, idle: pipeIdle, grace: pipeGrace, now: time.Now,
+		every: pipeEvery, idle: pipeIdle, grace: pipeGrace, goneGrace: pipeGoneGrace, now: time.Now,
 		done: make(chan struct{}), gone: make(chan struct{}), changed: make(chan struct{}),
 	}
 }
@@ -244,11 +248,15 @@ func (ps *pipeState) takeAll() (acks, back []Delivery) {
 }
 
 // readerGone settles everything waiting when the reader went away: what it took is
-// acked now, the rest is given back as soon as the loop has stopped taking (Finish,
-// which follows at once: gone ends the run). Given back now, it could be handed to a
-// long poll of this very run while that is being cancelled, and stay leased to nobody.
-// During a write all of this is left to the write's end, when the length of the
-// stream is known again.
+// acked now, the rest is given back once the loop has stopped taking (Finish). Given
+// back now, it could be handed to a consume of this very run while that is being
+// cancelled, and stay leased to nobody. During a write all of this is left to the
+// write's end, when the length of the stream is known again.
+//
+// The run is told after pipeGoneGrace, or at once when the loop asks for slots: a
+// consume on its way is then most likely answered first (what it brings, Handle gives
+// back), rather than cancelled while the node answers it; a long poll with nothing to
+// bring is cancelled when the grace ends.
 func (ps *pipeState) readerGone() {
 	ps.mu.Lock()
 	if ps.isGone || ps.finished {
@@ -265,7 +273,7 @@ func (ps *pipeState) readerGone() {
 	ps.wg.Add(1)
 	ps.mu.Unlock()
 	defer ps.wg.Done()
-	ps.announceGone()
+	time.AfterFunc(ps.goneGrace, ps.announceGone)
 	ps.ack(acks)
 }
 
@@ -317,7 +325,9 @@ func (ps *pipeState) slots(ctx context.Context) (int, error) {
 		ps.settleTaken()
 		n, gone, changed := ps.waitingCount()
 		if gone {
-			// The run ends (Run watches the reader too); the loop's context says so.
+			// No consume is on its way now: end the run at once (Run watches gone), and
+			// let the loop's context say so.
+			ps.announceGone()
 			<-ctx.Done()
 			return 0, ctx.Err()
 		}

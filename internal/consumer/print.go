@@ -83,6 +83,10 @@ func (p *Printer) AsksFor(max int) {
 	}
 }
 
+// AcksWhenRead reports whether a line is acked only once the reader took it out of the
+// pipe (a pipe on Linux), rather than once it was written.
+func (p *Printer) AcksWhenRead() bool { return p.pipe != nil }
+
 // OutputGone is closed when the reader of the pipe goes away, even while the loop
 // waits for messages (Run ends the run then); nil when the output is not a pipe.
 func (p *Printer) OutputGone() <-chan struct{} {

@@ -69,6 +69,9 @@ type Options struct {
 	UTC bool
 	// Location shows text times in this zone; nil means time.Local. Tests pin it.
 	Location *time.Location
+	// EscapeRaw escapes control characters in Raw payloads as the text format does: raw
+	// output to a terminal must not let a payload drive it (set its title, recolour it).
+	EscapeRaw bool
 	// Color styles the text format's tag, key and time. The caller decides (--color, a
 	// terminal, NO_COLOR); the renderer then forces colour on, so what is asked for is
 	// what is written whatever the environment says.
@@ -83,6 +86,7 @@ type Renderer struct {
 	delim  []byte
 	tmpl   *template.Template
 	tmplNL bool // the template source already ends in a newline
+	escRaw bool
 	// tag, key and clock wrap the styled parts of a colour text line.
 	tag, key, clock affix
 }
@@ -107,7 +111,7 @@ func affixOf(s lipgloss.Style) affix {
 // template, an unknown format, a template given with another format), so the caller
 // can map them all to exit 2.
 func New(o Options) (*Renderer, error) {
-	r := &Renderer{format: o.Format, loc: o.Location}
+	r := &Renderer{format: o.Format, loc: o.Location, escRaw: o.EscapeRaw}
 	switch {
 	case o.UTC:
 		r.loc = time.UTC
@@ -173,6 +177,9 @@ func (r *Renderer) Append(dst []byte, m *client.Message) ([]byte, error) {
 	case Raw:
 		dst, _, err = m.AppendPayload(dst)
 		if err == nil {
+			if r.escRaw {
+				dst = escapeTail(dst, orig)
+			}
 			dst = append(dst, r.delim...)
 		}
 	case Template:

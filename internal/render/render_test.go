@@ -658,3 +658,17 @@ func TestUnknownEncodingShownAsSuch(t *testing.T) {
 		t.Error("PayloadBytes accepted unpadded base64")
 	}
 }
+
+// TestRawEscapedForATerminal: -o raw to a terminal escapes what text output escapes;
+// the delimiter is still written as given.
+func TestRawEscapedForATerminal(t *testing.T) {
+	m := with(func(m *client.Message) { m.Payload = json.RawMessage(`"\u001b]0;pwned\u0007\u001b[2J\u202eok\nnext"`) })
+	esc := mustNew(t, Options{Format: Raw, EscapeRaw: true})
+	if got, want := render(t, esc, m), `\x1b]0;pwned\x07\x1b[2J\u202eok\nnext`+"\n"; got != want {
+		t.Errorf("escaped raw:\ngot  %q\nwant %q", got, want)
+	}
+	exact := mustNew(t, Options{Format: Raw})
+	if got, want := render(t, exact, m), "\x1b]0;pwned\x07\x1b[2J\u202eok\nnext\n"; got != want {
+		t.Errorf("raw:\ngot  %q\nwant %q", got, want)
+	}
+}
