@@ -85,7 +85,7 @@ type pipeState struct {
 	mu        sync.Mutex
 	wg        *sync.WaitGroup
 	written   int64 // bytes written so far
-	waiting   []*waitingLine
+	waiting   []waitingLine
 	gone      chan struct{} // closed once the reader went away and what it left was settled
 	goneOnce  sync.Once
 	left      []Delivery // what a reader that went away never took: given back by finish
@@ -149,7 +149,7 @@ func (ps *pipeState) add(ds []Delivery, ends []int) (base int64, ok bool) {
 	now := ps.now()
 	base = ps.written
 	for i, end := range ends {
-		ps.waiting = append(ps.waiting, &waitingLine{d: ds[i], end: base + int64(end), renewed: now})
+		ps.waiting = append(ps.waiting, waitingLine{d: ds[i], end: base + int64(end), renewed: now})
 	}
 	ps.writing = true
 	return base, true
@@ -404,13 +404,12 @@ func (ps *pipeState) extendDue() {
 	if oldest < every {
 		return
 	}
-	var due []*waitingLine
+	var ds []Delivery
 	for _, l := range ps.waiting {
 		if now.Sub(l.renewed) >= every {
-			due = append(due, l)
+			ds = append(ds, l.d)
 		}
 	}
-	ds := linesOf(due)
 	if noAck(ds) {
 		return // --no-ack: the leases are left to lapse, as asked
 	}
@@ -426,7 +425,7 @@ func (ps *pipeState) extendDue() {
 		ps.extending = nil
 		kept := ps.waiting[:0]
 		for _, l := range ps.waiting {
-			i := indexOf(due, l)
+			i := indexOf(ds, l.d)
 			switch {
 			case i < 0:
 			case statuses[i] == 204:
@@ -468,7 +467,7 @@ func (ps *pipeState) askLease() {
 	}()
 }
 
-func linesOf(ls []*waitingLine) []Delivery {
+func linesOf(ls []waitingLine) []Delivery {
 	ds := make([]Delivery, len(ls))
 	for i, l := range ls {
 		ds[i] = l.d
@@ -476,9 +475,9 @@ func linesOf(ls []*waitingLine) []Delivery {
 	return ds
 }
 
-func indexOf(ls []*waitingLine, l *waitingLine) int {
-	for i, x := range ls {
-		if x == l {
+func indexOf(ds []Delivery, d Delivery) int {
+	for i, x := range ds {
+		if x.d == d.d {
 			return i
 		}
 	}
