@@ -150,6 +150,6 @@ func printStats(f *Factory, mode string, s consumer.Stats, fatal bool) {
 	case "":
 		_, _ = io.WriteString(w, render.SummaryLine(counts)+"\n")
 	default:
-		_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), counts)
+		_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
 	}
 }

@@ -80,8 +80,10 @@ func shortCount(n int64) string {
 }
 
 // SummaryTable writes the counters as a table (--stats): one row of values under a
-// row of names when that fits in SummaryWidth columns, else a name and a value a row.
-func SummaryTable(w io.Writer, color bool, cs []Count) error {
+// row of names, unless terminal is set and that would be wider than SummaryWidth
+// columns; then a name and a value a row. (Scripts reading the plain table off a file
+// or pipe keep its one shape.)
+func SummaryTable(w io.Writer, color, terminal bool, cs []Count) error {
 	headers, row := make([]string, len(cs)), make([]string, len(cs))
 	for i, c := range cs {
 		headers[i], row[i] = c.Name, strconv.FormatInt(c.N, 10)
@@ -90,7 +92,7 @@ func SummaryTable(w io.Writer, color bool, cs []Count) error {
 	if err := writeTable(&buf, color, color || isTerminal(w), headers, [][]string{row}); err != nil {
 		return err
 	}
-	if fits(buf.String()) {
+	if !terminal || fits(buf.String()) {
 		_, err := w.Write(buf.Bytes())
 		return err
 	}

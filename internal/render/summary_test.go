@@ -53,7 +53,8 @@ func TestShortCount(t *testing.T) {
 }
 
 // TestSummaryTable: the table fits in 80 columns on a terminal (borders and all),
-// turning to a name and a value a row when one row of values would not.
+// turning to a name and a value a row when one row of values would not. Off a
+// terminal it keeps its one shape, for scripts.
 func TestSummaryTable(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -68,7 +69,7 @@ func TestSummaryTable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := SummaryTable(&buf, tc.color, tc.cs); err != nil {
+			if err := SummaryTable(&buf, tc.color, true, tc.cs); err != nil {
 				t.Fatal(err)
 			}
 			out := buf.String()
@@ -84,5 +85,17 @@ func TestSummaryTable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSummaryTableOffATerminalKeepsItsShape(t *testing.T) {
+	var buf bytes.Buffer
+	if err := SummaryTable(&buf, false, false, counts(3, 3, 0, 0, 0, 0, 0, 0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	want := "received  acked  nacked  failed  timed_out  lease_lost  ack_gone  retries  bugs  dead_lettered\n" +
+		"3         3      0       0       0          0           0         0        0     0\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }
