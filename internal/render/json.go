@@ -37,7 +37,7 @@ var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
 func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 	raw := []byte(m.Payload)
 	if len(trimJSONSpace(raw)) == 0 {
-		return dst, errNoPayload
+		return dst, client.ErrNoPayload
 	}
 	// asBase64: a payload whose raw JSON spans lines (or, below, holds a C1 control)
 	// is written base64, exact and inert.
@@ -63,7 +63,7 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 	var text []byte
 	if !asBase64 && m.PayloadEncoding == "" && containsC1(raw) {
 		if v := trimJSONSpace(raw); v[0] == '"' {
-			t, err := jsonText(v)
+			t, err := m.PayloadBytes()
 			if err != nil {
 				return dst, errInvalidPayloadJSON
 			}
@@ -116,6 +116,11 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 		dst = appendJSONString(dst, m.ReceiptHandle)
 	}
 	return append(dst, "}\n"...), nil
+}
+
+// trimJSONSpace drops the whitespace JSON allows around a value.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
 }
 
 // containsC1 reports whether b holds a C1 control encoded as UTF-8 (C2 80..C2 9F);

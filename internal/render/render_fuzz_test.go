@@ -195,13 +195,13 @@ func FuzzRenderJSON(f *testing.F) {
 		if utf8.ValidString(m.ReceiptHandle) && back.ReceiptHandle != m.ReceiptHandle {
 			t.Fatalf("receipt handle %q came back as %q", m.ReceiptHandle, back.ReceiptHandle)
 		}
-		want, werr := DecodePayload(m)
-		got, gerr := DecodePayload(&back)
+		want, werr := m.PayloadBytes()
+		got, gerr := back.PayloadBytes()
 		if werr == nil && (gerr != nil || !bytes.Equal(got, want)) {
 			t.Fatalf("payload %q came back as %q (%v) via %s", want, got, gerr, out)
 		}
-		wk, wok, werr := appendKey(nil, m)
-		gk, gok, gerr := appendKey(nil, &back)
+		wk, wok, werr := m.KeyBytes()
+		gk, gok, gerr := back.KeyBytes()
 		if werr == nil && (gerr != nil || wok != gok || !bytes.Equal(wk, gk)) {
 			t.Fatalf("key %q came back as %q (%v) via %s", wk, gk, gerr, out)
 		}
@@ -215,7 +215,7 @@ func FuzzRenderRaw(f *testing.F) {
 	f.Fuzz(func(t *testing.T, topic string, key []byte, keyMode uint8, payload []byte, enc uint8, handle string) {
 		m := fuzzMessage(topic, key, keyMode, payload, enc, handle)
 		out, err := r.Append([]byte("pre"), m)
-		want, werr := DecodePayload(m)
+		want, werr := m.PayloadBytes()
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("raw error %v, DecodePayload error %v", err, werr)
 		}
@@ -232,7 +232,7 @@ func FuzzRenderRaw(f *testing.F) {
 }
 
 // FuzzPayloadClassifier: bytes produced as base64 and text produced as a JSON string
-// come back exactly, and the two decoding paths (DecodePayload, appendPayload) agree.
+// come back exactly, and the message's two decoding paths (PayloadBytes, AppendPayload) agree.
 func FuzzPayloadClassifier(f *testing.F) {
 	for _, s := range []string{"", "hi", "\xff\x00", "{\"a\":1}", "\"quoted\"", "\u2028", "\ud7ff\U0010ffff", "  "} {
 		f.Add([]byte(s), []byte(`"`+s+`"`))
@@ -242,22 +242,22 @@ func FuzzPayloadClassifier(f *testing.F) {
 	f.Fuzz(func(t *testing.T, produced []byte, raw []byte) {
 		// Any bytes, sent as the API sends bytes that are not text.
 		b := &client.Message{Payload: json.RawMessage(`"` + base64.StdEncoding.EncodeToString(produced) + `"`), PayloadEncoding: "base64"}
-		if got, err := DecodePayload(b); err != nil || !bytes.Equal(got, produced) {
+		if got, err := b.PayloadBytes(); err != nil || !bytes.Equal(got, produced) {
 			t.Fatalf("base64 of %q decoded to %q, %v", produced, got, err)
 		}
 		// Valid text, sent as a JSON string.
 		if utf8.Valid(produced) {
 			q, _ := json.Marshal(string(produced))
 			s := &client.Message{Payload: q}
-			if got, err := DecodePayload(s); err != nil || !bytes.Equal(got, produced) {
+			if got, err := s.PayloadBytes(); err != nil || !bytes.Equal(got, produced) {
 				t.Fatalf("text %q sent as %s decoded to %q, %v", produced, q, got, err)
 			}
 		}
 		// Whatever the node sends: both paths give the same answer.
 		for _, enc := range []string{"", "base64"} {
 			m := &client.Message{Payload: json.RawMessage(raw), PayloadEncoding: enc}
-			d, derr := DecodePayload(m)
-			a, aerr := appendPayload([]byte("pre"), m)
+			d, derr := m.PayloadBytes()
+			a, _, aerr := m.AppendPayload([]byte("pre"))
 			if (derr == nil) != (aerr == nil) {
 				t.Fatalf("%q (%q): DecodePayload error %v, appendPayload error %v", raw, enc, derr, aerr)
 			}
