@@ -66,6 +66,8 @@ func apiFatal(f *Factory, c *client.Client, err error, topic string) error {
 		if topic != "" {
 			hint = fmt.Sprintf("no topic %s on %s; see narad topic ls", render.Escape(topic), c.BaseURL())
 		}
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		hint = "narad does not follow redirects; give --server the node's own address"
 	case http.StatusTooManyRequests:
 		hint = "the node is limiting requests; wait and try again"
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:

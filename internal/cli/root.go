@@ -41,6 +41,9 @@ type Factory struct {
 	// tuneClient adjusts every client's config before it is built (tests: instant
 	// backoff, short timeouts).
 	tuneClient func(*client.Config)
+	// requestTimeout bounds a request that does not long-poll; zero means the
+	// client's default. Tests shorten it.
+	requestTimeout time.Duration
 }
 
 type globalFlags struct {
@@ -255,6 +258,13 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if conn.Insecure && strings.HasPrefix(conn.Server, "https:") {
 		fmt.Fprintln(f.IO.ErrOut, "narad: warning: TLS certificate verification is off (--insecure)")
 	}
+	if w := cfg.PermissionWarning(); w != "" {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: %s\n", render.Escape(w))
+	}
+	if conn.User != "" && config.CleartextCredentials(conn.Server) {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: the password goes to %s over plain http, readable on the network (use https://)\n",
+			render.Escape(config.RedactURL(conn.Server)))
+	}
 	f.conn = &conn
 	return conn, nil
 }
@@ -287,6 +297,7 @@ func (f *Factory) Client(extra ...client.Hook) (*client.Client, error) {
 		UserAgent:  name,
 		ClientName: name,
 		Hooks:      hooks,
+		Timeout:    f.requestTimeout,
 	}
 	if f.tuneClient != nil {
 		f.tuneClient(&cfg)

@@ -101,7 +101,7 @@ func newSubCmd(f *Factory) *cobra.Command {
 	fl.DurationVar(&opts.timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
 	fl.BoolVar(&opts.drain, "drain", false, "stop once the node has nothing ready for this consumer")
 	fl.BoolVar(&opts.noAck, "no-ack", false, "print and leave the leases to lapse")
-	fl.StringVar(&opts.stats, "stats", "", "print counters on stderr at the end: text or json (default: text on a terminal)")
+	fl.StringVar(&opts.stats, "stats", "", "print counters on stderr at the end: text (a table) or json (default: one line on a terminal)")
 	fl.Lookup("stats").NoOptDefVal = "text"
 	fl.BoolVar(&opts.peek, "peek", false, "watch without taking anything (replay reads from the tail)")
 	fl.BoolVar(&opts.fromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
@@ -271,7 +271,17 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	var h consumer.Handler
 	var sup *supervisor.Supervisor
 	if opts.command == nil {
-		h = consumer.NewPrinter(f.IO.Out, r)
+		p := consumer.NewPrinter(f.IO.Out, r)
+		p.AsksFor(opts.max)
+		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {
+			t, err := c.Topic(ctx, opts.topic)
+			if err != nil {
+				return 0, err
+			}
+			return time.Duration(t.VisibilityTimeoutMs) * time.Millisecond, nil
+		})
+		h = p
+		announceSub(f, c, opts.topic, p.AcksWhenRead(), opts.noAck)
 	} else {
 		if sup, err = newSupervisor(f, c, opts); err != nil {
 			return err
@@ -284,7 +294,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 		defer announceStop(f, sup)()
 	}
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
-	printStats(f, opts.stats, res.Stats)
+	printStats(f, opts.stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	writeRunLeftovers(f, opts.topic, res)
 	if err != nil && res.Reason == consumer.StopFailed {
 		return apiFatal(f, c, err, opts.topic)
@@ -434,23 +444,6 @@ Counters (--stats):
   bugs           second settlements of one message, refused
   dead_lettered  messages produced to --dead-letter, then acked`
 
-// printStats writes the counters on stderr: asked for, or on a terminal.
-func printStats(f *Factory, mode string, s consumer.Stats) {
-	if mode == "" && !f.IO.IsStderrTTY() {
-		return
-	}
-	if mode == "json" {
-		_ = s.WriteJSON(f.IO.ErrOut)
-		return
-	}
-	var headers, row []string
-	for _, p := range s.Pairs() {
-		headers = append(headers, p.Name)
-		row = append(row, strconv.FormatInt(p.Value, 10))
-	}
-	_ = render.Table(f.IO.ErrOut, f.IO.ColorEnabledStderr(), headers, [][]string{row})
-}
-
 // peekRun watches a topic by replay reads from each partition's tail: nothing is
 // reserved, so it never competes with the real consumers.
 func peekRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
@@ -463,6 +456,12 @@ func peekRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 		ro.Start = replay.FromOldest
 	case cmd.Flags().Changed("offset"):
 		ro.Start, ro.Offset = replay.FromOffset, opts.offset
+	}
+	if _, err := opts.out.renderer(f, cmd); err != nil {
+		return err // before saying what it would do
+	}
+	if c, err := f.Client(); err == nil {
+		announce(f, "watching %s on %s: takes nothing, acks nothing", opts.topic, c.BaseURL())
 	}
 	return runReplay(f, cmd, &opts.out, ro, opts.timeout)
 }

@@ -238,3 +238,27 @@ func TestNormalizeServer(t *testing.T) {
 		}
 	}
 }
+
+// `-s host:port` means http://host:port (CLI.md), from a flag, the environment or a
+// hand-written context, and a context's credentials still go to its own server.
+func TestServerWithoutScheme(t *testing.T) {
+	clearEnv(t)
+	f := &File{Contexts: map[string]Context{"lab": {Server: "127.0.0.1:7942", User: "app", Password: "pw"}}}
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want Connection
+	}{
+		{[]string{"--server", "127.0.0.1:7942"}, nil, Connection{Server: "http://127.0.0.1:7942"}},
+		{[]string{"--server", "localhost:7942"}, nil, Connection{Server: "http://localhost:7942"}},
+		{nil, map[string]string{"NARAD_ADDR": "[::1]:7942"}, Connection{Server: "http://[::1]:7942"}},
+		{[]string{"--context", "lab"}, nil, Connection{Server: "http://127.0.0.1:7942", User: "app", Password: "pw", Context: "lab"}},
+		{[]string{"--context", "lab", "--server", "http://127.0.0.1:7942"}, nil,
+			Connection{Server: "http://127.0.0.1:7942", User: "app", Password: "pw", Context: "lab"}},
+	} {
+		got, err := ResolveEnv(newFlags(t, tt.args...), f, func(k string) string { return tt.env[k] })
+		if err != nil || got != tt.want {
+			t.Errorf("%v %v: got %+v, %v; want %+v", tt.args, tt.env, got, err, tt.want)
+		}
+	}
+}

@@ -75,9 +75,10 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 	// explicit values outrank the context.
 	explicit := v.IsSet
 
+	savedServer := NormalizeServer(saved.Server)
 	conn.Server = DefaultServer
-	if saved.Server != "" {
-		conn.Server = saved.Server
+	if savedServer != "" {
+		conn.Server = savedServer
 	}
 	if explicit("server") {
 		conn.Server = NormalizeServer(v.GetString("server"))
@@ -86,7 +87,7 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 		return Connection{}, err
 	}
 
-	credsMayGo := saved.Server != "" && SameOrigin(conn.Server, saved.Server)
+	credsMayGo := savedServer != "" && SameOrigin(conn.Server, savedServer)
 	if explicit("user") {
 		conn.User = v.GetString("user")
 		if explicit("password") {

@@ -62,6 +62,12 @@ type stopAware interface {
 	StopOn(stopping <-chan struct{})
 }
 
+// outputWatcher is a Handler whose output can go away while the loop waits for
+// messages (a pipe whose reader exited): the run then ends as StopOutputClosed at once.
+type outputWatcher interface {
+	OutputGone() <-chan struct{}
+}
+
 // ErrOutputClosed is a handler's output going away (EPIPE from `| head`): the run
 // ends, and that is not a failure.
 var ErrOutputClosed = errors.New("output closed")
@@ -300,6 +306,10 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	if sa, ok := h.(stopAware); ok {
 		sa.StopOn(stopping)
 	}
+	var outputGone <-chan struct{}
+	if ow, ok := h.(outputWatcher); ok {
+		outputGone = ow.OutputGone()
+	}
 	var soft atomic.Bool
 	watchDone := make(chan struct{})
 	watchExited := make(chan struct{})
@@ -321,6 +331,9 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 			case <-timeout:
 				stop(StopTimeout)
 				timeout = nil
+			case <-outputGone:
+				stop(StopOutputClosed)
+				outputGone = nil
 			case <-ctx.Done():
 				stop(StopInterrupted)
 				return

@@ -142,9 +142,15 @@ func (s *lineSource) Next() (*Record, error) {
 // returns io.EOF only when nothing was left to read; a last line without a newline
 // is a line. The line may share the reader's buffer.
 func ReadLine(r *bufio.Reader, limit int64) (line []byte, n int64, err error) {
+	// The last two bytes read: a line cut at limit no longer holds its "\r\n", yet its
+	// length must not count them.
+	var tail [2]byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		n += int64(len(chunk))
+		for _, c := range chunk[max(0, len(chunk)-2):] {
+			tail[0], tail[1] = tail[1], c
+		}
 		switch {
 		case err == bufio.ErrBufferFull:
 			if int64(len(line)) <= limit {
@@ -163,16 +169,16 @@ func ReadLine(r *bufio.Reader, limit int64) (line []byte, n int64, err error) {
 		}
 		break
 	}
-	if l := len(line); l > 0 && line[l-1] == '\n' {
-		line, n = line[:l-1], n-1
-		if l := len(line); l > 0 && line[l-1] == '\r' {
-			line, n = line[:l-1], n-1
+	if n > 0 && tail[1] == '\n' {
+		n--
+		if n > 0 && tail[0] == '\r' {
+			n--
 		}
 	}
 	if n > limit {
 		return nil, n, nil
 	}
-	return line, n, nil
+	return line[:n], n, nil
 }
 
 // ParseJSONLine turns one line of `sub -o json` back into the produced bytes and key:

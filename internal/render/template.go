@@ -68,13 +68,11 @@ func (r *Renderer) appendTemplate(dst []byte, m *client.Message) ([]byte, error)
 		Time:          time.Unix(m.Timestamp, 0).In(r.loc),
 		ReceiptHandle: Escape(m.ReceiptHandle),
 	}
-	kb, hasKey, err := appendKey(nil, m)
+	kb, _, err := appendKeyText(nil, m, false)
 	if err != nil {
 		return dst, err
 	}
-	if hasKey {
-		d.Key = string(appendEscaped(nil, kb))
-	}
+	d.Key = string(kb)
 	pb, err := appendPayloadText(nil, m, false)
 	if err != nil {
 		return dst, err
