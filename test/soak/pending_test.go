@@ -14,10 +14,9 @@ import (
 // is merged, and then the check fails like any other. NARAD_SOAK_STRICT=1 fails them
 // all, to try a branch that claims a fix.
 var pendingDefects = map[string]string{
-	"pipe":     "pending issue 7 defect 1 (| head acks what nobody read; a slow reader's leases lapse)",
-	"abandon":  "pending issue 7 defect 2 (signals ignored while an ack is retried)",
-	"drain":    "pending issue 7 defect 5 (--drain stops while messages are still ready)",
-	"stranded": "pending issue 7 defect 6 (a signal can strand a batch)",
+	// Every issue 7 fix these suites wait on has landed: "pipe" (defect 1), "abandon"
+	// (defect 2), "drain" (defect 5) and "stranded" (defect 6) now fail like any check.
+	// Example of a line: "pipe": "pending issue 7 defect 1 (| head acks what nobody read)",
 }
 
 // verdict collects a test's checks: real failures fail the test at once, failures of a
