@@ -298,7 +298,7 @@ func (o outcome) exitName() string {
 }
 
 // waitBounded waits for a started cmd at most limit, then kills its whole process group
-// and reports a hang. done, when not nil, is closed once the process ended.
+// and reports a hang.
 func waitBounded(cmd *exec.Cmd, start time.Time, limit time.Duration) outcome {
 	errc := make(chan error, 1)
 	go func() { errc <- cmd.Wait() }()
