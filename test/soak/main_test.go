@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,22 +50,14 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	naradBin = filepath.Join(dir, "narad")
 	// The real binary, built from this checkout: the suites test what users run.
-	build := exec.Command(goTool(), "build", "-o", naradBin, "github.com/narad/narad/cmd/narad")
+	// go test puts its own toolchain's bin first on PATH, so "go" is the one running us.
+	build := exec.Command("go", "build", "-o", naradBin, "github.com/narad/narad/cmd/narad")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "soak: building narad:", err)
 		return 1
 	}
 	return m.Run()
-}
-
-// goTool is the go command of the toolchain running the tests, else the one on PATH.
-func goTool() string {
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	return "go"
 }
 
 // long reports whether NARAD_SOAK=1 asked for the long variant.
