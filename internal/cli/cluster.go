@@ -17,9 +17,10 @@ import (
 
 func newClusterCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cluster",
-		Short: "Inspect cluster members and partition moves; decommission a node (admin)",
-		Args:  exactArgs(0, "a subcommand: members, moves or decommission"),
+		Use:     "cluster",
+		Short:   "Inspect cluster members and partition moves; decommission a node (admin)",
+		Example: "  narad cluster members\n  narad cluster decommission node-3 --dry-run\n  narad cluster moves",
+		Args:    exactArgs(0, "a subcommand: members, moves or decommission"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageErrorf("narad cluster needs a subcommand: members, moves or decommission (see narad cluster --help)")
 		},
@@ -43,7 +44,8 @@ func clusterMembersCmd(f *Factory, run func(*Factory, *ClusterListOptions) error
 		Long: "List the cluster's nodes: id, address, status, whether draining, partitions owned\n" +
 			"and partitions moving away. A single node lists itself.\n" +
 			"With -o json: {\"members\":[{\"id\",\"addr\",\"status\",\"draining\",\"owned_partitions\",\"outbound_moves\"}]}.",
-		Args: exactArgs(0, "no arguments"),
+		Example: "  narad cluster members\n  narad cluster members -o json | jq -r '.members[] | select(.status != \"alive\") | .id'",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -93,6 +95,8 @@ func clusterMovesCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) 
 		Short: "List partitions moving between nodes",
 		Long: "List the partitions moving between nodes: topic, partition, from, to.\n" +
 			"With -o json: {\"moves\":[{\"topic\",\"partition\",\"from\",\"to\"}]}.",
+		Example: "  # Wait until a decommission has moved every partition away\n" +
+			"  while [ \"$(narad cluster moves -o json | jq '.moves | length')\" -gt 0 ]; do sleep 5; done",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {

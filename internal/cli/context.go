@@ -22,6 +22,10 @@ func newContextCmd(f *Factory) *cobra.Command {
 			"The current context is used when --server is not given. A context's credentials are\n" +
 			"sent only to its own server: with --server naming another, they are left out.\n" +
 			"Contexts live in the config file (--config), written with mode 0600.",
+		Example: "  narad context add local --server localhost:7942\n" +
+			"  narad context add prod --server https://narad.example.com --user app --password \"$NARAD_PASS\"\n" +
+			"  narad context use prod\n" +
+			"  narad --context local topic ls",
 		Args: exactArgs(0, "a subcommand: add, use, ls, show or rm"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageErrorf("narad context needs a subcommand: add, use, ls, show or rm (see narad context --help)")
@@ -93,7 +97,8 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			if !fl.Changed("server") || g.server == "" {
 				return usageErrorf("narad context add needs --server URL")
 			}
-			if err := config.ValidateServer(g.server); err != nil {
+			server := config.NormalizeServer(g.server)
+			if err := config.ValidateServer(server); err != nil {
 				return usageErrorf("%v", err)
 			}
 			switch {
@@ -102,7 +107,7 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			case g.passwordStdin && !fl.Changed("user"):
 				return usageErrorf("--password-stdin needs --user")
 			}
-			c := config.Context{Server: g.server, Insecure: g.insecure}
+			c := config.Context{Server: server, Insecure: g.insecure}
 			if fl.Changed("user") {
 				c.User = g.user
 			}
@@ -227,7 +232,10 @@ func contextUseCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *c
 		Use:     "use NAME",
 		Aliases: []string{"select"},
 		Short:   "Make a context the current one",
-		Args:    exactArgs(1, "a context name"),
+		Example: "  narad context use prod\n\n" +
+			"  # One command elsewhere, without switching\n" +
+			"  narad --context local topic ls",
+		Args: exactArgs(1, "a context name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			return run(f, opts)
@@ -283,7 +291,9 @@ func contextLsCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *co
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List saved contexts; * marks the current one",
-		Args:    exactArgs(0, "no arguments"),
+		Example: "  narad context ls\n" +
+			"  narad context ls -o json | jq -r '.[] | select(.current) | .name'",
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -337,6 +347,8 @@ func contextShowCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *
 		Use:     "show [NAME]",
 		Aliases: []string{"info"},
 		Short:   "Show a context (the one in use by default); the password is hidden",
+		Example: "  narad context show\n" +
+			"  narad context show prod -o json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("narad context show takes at most one context name")
@@ -413,6 +425,7 @@ func contextRmCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *co
 		Use:     "rm NAME",
 		Aliases: []string{"delete"},
 		Short:   "Remove a saved context",
+		Example: "  narad context rm staging",
 		Args:    exactArgs(1, "a context name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]

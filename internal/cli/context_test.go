@@ -124,7 +124,8 @@ func TestContextAddValidation(t *testing.T) {
 		err  string
 	}{
 		{[]string{"context", "add", "x"}, "needs --server"},
-		{[]string{"context", "add", "x", "--server", "narad.example.com"}, "invalid server"},
+		{[]string{"context", "add", "x", "--server", "ftp://narad.example.com"}, "invalid server"},
+		{[]string{"context", "add", "x", "--server", "narad.example.com:"}, "invalid server"},
 		{[]string{"context", "add", "x", "--server", "http://u:p@host"}, "not the URL"},
 		{[]string{"context", "add", "a b", "--server", "http://h"}, "invalid context name"},
 		{[]string{"context", "add", "x", "--server", "http://h", "--password", "p"}, "--password needs --user"},

@@ -25,6 +25,8 @@ func newDemoCmd(f *Factory) *cobra.Command {
 		Short: "Show narad at work against an embedded broker",
 		Long: "Start an embedded broker on a free loopback port, produce sample orders (JSON, text\n" +
 			"and binary), and run sub, --peek, replay and the lease supervisor against it.",
+		Example: "  narad demo\n" +
+			"  narad demo --color never > tour.txt",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return demoRun(f, opts)

@@ -28,9 +28,14 @@ func newDevCmd(f *Factory) *cobra.Command {
 		Short: "Run a local single-node Narad broker in the foreground",
 		Long: "Run a local, in-memory, single-node Narad broker that serves the v3.1 HTTP API.\n" +
 			"Auth is off unless --user is given; a non-loopback --addr needs --user.",
-		Example: "  narad dev --topic orders:5\n" +
-			"  narad dev --user app:s3cret:consume:orders*,produce:orders --user ops:pw:admin\n" +
-			"  narad dev --fault ack=503:0.2 --fault latency=5ms",
+		Example: "  narad dev --topic orders:5\n\n" +
+			"  # Auth on: an app that may consume and produce orders, and an admin\n" +
+			"  narad dev --user app:s3cret:consume:orders*,produce:orders --user ops:pw:admin\n\n" +
+			"  # Test a consumer against a flaky node\n" +
+			"  narad dev --fault ack=503:0.2 --fault latency=5ms\n\n" +
+			"  # In a CI job: in the background, on a port of its own, quiet\n" +
+			"  narad dev --addr 127.0.0.1:17942 --topic orders:3 --quiet &\n" +
+			"  narad -s 127.0.0.1:17942 produce orders 'smoke test'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return devRun(f, opts)

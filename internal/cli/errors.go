@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"text/template"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -64,6 +66,8 @@ func apiFatal(f *Factory, c *client.Client, err error, topic string) error {
 		if topic != "" {
 			hint = fmt.Sprintf("no topic %s on %s; see narad topic ls", render.Escape(topic), c.BaseURL())
 		}
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		hint = "narad does not follow redirects; give --server the node's own address"
 	case http.StatusTooManyRequests:
 		hint = "the node is limiting requests; wait and try again"
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
@@ -100,6 +104,10 @@ func transportHint(base string, err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "waiting for " + base
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
+		if base == config.DefaultServer && errors.Is(err, syscall.ECONNREFUSED) {
+			// Most likely a first run with no broker yet: say how to get one.
+			return fmt.Sprintf("no broker at %s; start one with narad dev, or pass --server", base)
+		}
 		return fmt.Sprintf("cannot reach %s; check --server or the context", base)
 	}
 	return ""

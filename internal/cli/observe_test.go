@@ -75,15 +75,16 @@ func TestSilentNodeIsNotUnreachable(t *testing.T) {
 		c.Retry.Initial = 2 * time.Second // so that the attempts pass the notice's few seconds
 	}, "produce", "orders", "x", "-s", u)
 	got := lines(r.stderr)
-	if r.code != ExitFailed || len(got) != 2 {
+	// The notice, produce's summary and what to resume from, then the fatal line.
+	if r.code != ExitFailed || len(got) != 4 {
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	if !regexp.MustCompile(`^narad: produce: the node accepted the connection but sent no answer within 20ms; retrying \(attempt [2-5] of 5\)$`).MatchString(got[0]) {
 		t.Errorf("notice %q", got[0])
 	}
 	want := "narad: produce: no answer within 20ms (the node at " + u + " accepted the connection but sent no answer within 20ms)"
-	if got[1] != want {
-		t.Errorf("fatal line\n%q, want\n%q", got[1], want)
+	if got[3] != want {
+		t.Errorf("fatal line\n%q, want\n%q", got[3], want)
 	}
 }
 
@@ -129,14 +130,14 @@ func TestVerboseLines(t *testing.T) {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(202) }))
 	defer s.Close()
 	r := runTuned(t, nil, nil, "-v", "produce", "orders", "x", "-s", s.URL, "-u", "app", "-p", "s3cret")
-	if r.code != 0 || !regexp.MustCompile(`(?m)^POST `+regexp.QuoteMeta(s.URL)+`/v1/topics/orders/produce 202 Accepted \(\d`).MatchString(r.stderr) {
+	if r.code != 0 || !regexp.MustCompile(`(?m)^POST `+regexp.QuoteMeta(s.URL)+`/v1/topics/orders/produce/batch 202 Accepted \(\d`).MatchString(r.stderr) {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	if strings.Contains(r.stderr, "s3cret") {
 		t.Errorf("-v shows the password:\n%s", r.stderr)
 	}
 	r = runTuned(t, nil, nil, "-v", "produce", "orders", "x", "-s", "http://127.0.0.1:1")
-	if !regexp.MustCompile(`(?m)^POST http://127\.0\.0\.1:1/v1/topics/orders/produce error: dial tcp 127\.0\.0\.1:1: connect: connection refused \(`).MatchString(r.stderr) {
+	if !regexp.MustCompile(`(?m)^POST http://127\.0\.0\.1:1/v1/topics/orders/produce/batch error: dial tcp 127\.0\.0\.1:1: connect: connection refused \(`).MatchString(r.stderr) {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -19,6 +21,7 @@ type messageOutput struct {
 	template  string
 	delimiter string
 	utc       bool
+	unsafeRaw bool
 }
 
 func (o *messageOutput) addFlags(cmd *cobra.Command) {
@@ -27,6 +30,7 @@ func (o *messageOutput) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.template, "template", "", "Go template per message, e.g. '{{.Partition}} {{.Key}} {{.Payload}}'")
 	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload ('' for none)")
 	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time")
+	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")
 }
 
 // renderer builds the renderer the flags ask for; bad flags are usage errors.
@@ -44,11 +48,16 @@ func (o *messageOutput) renderer(f *Factory, cmd *cobra.Command) (*render.Render
 	if cmd.Flags().Changed("delimiter") && format != render.Raw {
 		return nil, usageErrorf("--delimiter needs -o raw")
 	}
+	if o.unsafeRaw && format != render.Raw {
+		return nil, usageErrorf("--unsafe-raw needs -o raw")
+	}
 	r, err := render.New(render.Options{
 		Format:    format,
 		Template:  o.template,
 		Delimiter: []byte(o.delimiter),
 		UTC:       o.utc,
+		// A payload must not drive the terminal: raw bytes go to files and pipes.
+		EscapeRaw: format == render.Raw && f.IO.IsStdoutTTY() && !o.unsafeRaw,
 		Color:     format == render.Text && f.IO.ColorEnabled(),
 	})
 	if err != nil {
@@ -91,4 +100,56 @@ func outputDone(err error) error {
 		return nil
 	}
 	return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+}
+
+// announce says on stderr what a long-running command is doing, on a terminal only:
+// a person watching should know whether messages are being taken.
+func announce(f *Factory, format string, topic, server string) {
+	if !f.IO.IsStderrTTY() {
+		return
+	}
+	fmt.Fprintf(f.IO.ErrOut, format+" (Ctrl-C to stop)\n", render.Escape(topic), render.Escape(server))
+}
+
+// announceSub is sub's announce: what happens to each message printed.
+func announceSub(f *Factory, c *client.Client, topic string, acksWhenRead, noAck bool) {
+	what := "each message is acked once printed"
+	switch {
+	case noAck:
+		what = "messages are printed, not acked: their leases run out (--no-ack)"
+	case acksWhenRead:
+		what = "each message is acked once the reader takes it from the pipe"
+	}
+	announce(f, "consuming %s on %s: "+what, topic, c.BaseURL())
+}
+
+// printStats writes the counters on stderr: asked for, or on a terminal (one line
+// there). An all-zero summary in front of a fatal error says nothing, so none is shown.
+func printStats(f *Factory, mode string, s consumer.Stats, fatal bool) {
+	if mode == "" && !f.IO.IsStderrTTY() {
+		return
+	}
+	pairs := s.Pairs()
+	counts := make([]render.Count, len(pairs))
+	zero := true
+	for i, p := range pairs {
+		counts[i] = render.Count{Name: p.Name, N: p.Value}
+		zero = zero && p.Value == 0
+	}
+	if fatal && zero && mode != "json" {
+		return
+	}
+	w := f.IO.ErrOut
+	if f.IO.IsStderrTTY() && f.Signals.Received() == syscall.SIGINT {
+		// The terminal echoed ^C where the cursor was: start on a fresh line.
+		_, _ = io.WriteString(w, "\n")
+	}
+	switch mode {
+	case "json":
+		_ = s.WriteJSON(w)
+	case "":
+		_, _ = io.WriteString(w, render.SummaryLine(counts)+"\n")
+	default:
+		_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+	}
 }

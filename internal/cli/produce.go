@@ -1,10 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,19 +8,14 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/producer"
 	"github.com/narad/narad/internal/render"
 )
-
-// produceMaxInput bounds one message read from the input. The node takes at most
-// 1 MiB; anything this much larger is reported without being held in memory or sent
-// (a stray binary file given to --lines must not take all the RAM).
-const produceMaxInput = 16 << 20
 
 // produceMaxConcurrency bounds -j: the client keeps about 64 connections alive.
 const produceMaxConcurrency = 256
@@ -71,19 +62,35 @@ Each MESSAGE argument is one message. Without arguments the messages come from
 so "narad sub a -o json | narad produce b --json" copies messages exactly. Input is
 read as a stream: lines are sent while more are read.
 
-With -j N, N requests are in flight at once (order is then not kept); with the
-default -j 1, messages are sent in input order. --count N sends each message N times
-in a row. 502, 503 and timeouts are retried with backoff, so a message may be stored
-twice; that is the API's contract.
+On a v3.1 node messages go in batches (up to 100 messages and 1 MiB a request,
+filled while the requests already out are answered); a node without batch produce
+(404 from its router) gets one request per message. With -j N, N requests are in
+flight at once (order is then not kept); with the default -j 1, messages are sent in
+input order. --count N sends each message N times in a row. 502, 503 and timeouts
+are retried with backoff, so a message may be stored twice; that is the API's
+contract.
 
-A message the node refuses (413 over 1 MiB, 400) is reported with its line number
-(or argument number, counting MESSAGE arguments from 1) and size, and the others
-still go; the exit is then 1. 401, 403, 404 or an unreachable node stop at once.
-A summary goes to stderr.`,
-		Example: `  narad produce orders '{"order_id":"ord_1"}' -k customer-42
-  narad produce images --file cat.png
-  seq 1000 | narad produce numbers --lines -j 8
-  narad sub orders --drain -o json | narad produce orders-copy --json`,
+A message the node refuses (413 over 1 MiB, 400, 409) is reported with its line
+number (or argument number, counting MESSAGE arguments from 1) and size, and the
+others still go; the exit is then 1. 401, 403, 404 or an unreachable node stop at
+once. A summary goes to stderr.
+
+Ctrl-C stops reading and lets the requests already out finish, so the summary is
+exact and says from which line to resume without sending anything twice
+(interrupted: lines 1-1173 produced; resume with tail -n +1174). A second Ctrl-C
+abandons them: their messages are counted as unknown (they may have been stored).`,
+		Example: `  # One message with a key (same key, same partition)
+  narad produce orders -k customer-42 '{"order_id": "ord_123", "amount": 4999}'
+
+  # A file as one message, byte for byte
+  narad produce invoices --file invoice.pdf
+
+  # One message per line: a CSV export without its header, or jq's compact output
+  tail -n +2 orders.csv | narad produce orders --lines -j 8
+  jq -c '.orders[]' export.json | narad produce orders --lines
+
+  # Copy a topic without consuming it: keys and binary payloads stay exact
+  narad replay orders -o json | narad produce orders-copy --json`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Messages = args[0], args[1:]
@@ -132,22 +139,11 @@ func (o *produceOptions) validate() error {
 	return nil
 }
 
-// produceRecord is one message read from the input. A record with err set was bad
-// input (an invalid --json line, a line too large to read) and is not sent.
-type produceRecord struct {
-	where string  // "argument 2", "line 5", "stdin", "file x.bin": for reports
-	body  []byte  // the message
-	size  int64   // bytes seen, for reports (len(body) unless the input was too large)
-	key   *string // from a --json line
-	err   error
-
-	reported atomic.Bool // a failure of this record was printed (its copies stay quiet)
-}
-
-// produceRun reads records from the input and sends them with opts.Concurrency
-// workers. It stops early only on what would fail every message alike.
+// produceRun wires the options to the producer engine and prints what it reports:
+// a line per failed message, a progress line on a terminal, the summary and, when the
+// run stopped early, where to resume.
 func produceRun(f *Factory, opts *produceOptions) error {
-	in, where, closeIn, err := produceInput(f, opts)
+	src, where, closeIn, err := produceInput(f, opts)
 	if err != nil {
 		return err
 	}
@@ -157,18 +153,25 @@ func produceRun(f *Factory, opts *produceOptions) error {
 	if err != nil {
 		return err
 	}
-	parent, cancelParent := f.Context()
-	defer cancelParent()
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-
-	st := &produceState{f: f, opts: opts, c: c, start: f.Now(), cancel: cancel}
+	defer c.CloseIdleConnections()
+	st := &produceState{f: f, where: where, start: f.Now()}
+	p := producer.New(c, src, producer.Options{
+		Topic: opts.Topic, Key: opts.Key, Partition: opts.Partition,
+		Count: opts.Count, Concurrency: opts.Concurrency,
+		// The first signal stops the reading and lets the requests out finish; the
+		// second (Hard) abandons them.
+		Stop:      f.Signals.Soft,
+		OnFailure: st.reportFailure,
+	})
 	stopProgress := func() {}
 	if f.IO.IsStderrTTY() {
 		st.progress = newProgressLine(f.IO.ErrOut)
-		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, st.progressText)
+		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, func() string {
+			s := p.Stats()
+			return fmt.Sprintf("produced %s (%s)…", plural(s.Produced, "message"), formatBytes(s.Bytes))
+		})
 	}
-	if in != nil && f.IO.IsStdinTTY() && where == "stdin" {
+	if where == "stdin" && f.IO.IsStdinTTY() {
 		what := "one message"
 		if opts.Lines || opts.JSON {
 			what = "messages, one a line,"
@@ -176,85 +179,49 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		st.printf("narad: reading %s from stdin until end of input (Ctrl-D)\n", what)
 	}
 
-	jobs := make(chan *produceRecord, opts.Concurrency)
-	readDone := make(chan error, 1)
-	go func() {
-		defer close(jobs)
-		readDone <- produceRecords(opts, in, where, func(rec *produceRecord) bool {
-			n := opts.Count
-			if rec.err != nil {
-				n = 1 // bad input is reported once, not per copy
-			}
-			for range n {
-				select {
-				case jobs <- rec:
-				case <-ctx.Done():
-					return false
-				}
-			}
-			return true
-		})
-	}()
-
-	var wg sync.WaitGroup
-	for range opts.Concurrency {
-		wg.Go(func() {
-			for {
-				select {
-				case rec, ok := <-jobs:
-					if !ok {
-						return
-					}
-					st.send(ctx, rec)
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-
-	// The reader is waited for only when it finished by itself: one blocked reading
-	// a terminal or an endless pipe must not keep us from reporting a fatal error.
-	var readErr error
-	if ctx.Err() == nil {
-		readErr = <-readDone
-	}
+	res := p.Run(f.Signals.Hard)
 	stopProgress()
-	st.summary()
-	if st.fatal != nil {
-		return st.fatal
-	}
-	if readErr != nil {
-		return exitWith(ExitFailed, fmt.Errorf("cannot read %s: %v (messages read before it were sent)", where, readErr))
-	}
-	if parent.Err() != nil || st.failed.Load() > 0 {
+	st.summary(&res)
+	switch {
+	case res.Fatal != nil:
+		return apiFatal(f, c, res.Fatal, opts.Topic)
+	case res.ReadErr != nil:
+		return exitWith(ExitFailed, fmt.Errorf("cannot read %s: %v (messages read before it were sent)", where, res.ReadErr))
+	case res.Stopped || res.Failed > 0 || res.Unknown > 0:
 		return exitWith(ExitFailed, nil)
 	}
 	return nil
 }
 
-// produceInput opens what the messages are read from: nil for MESSAGE arguments.
-func produceInput(f *Factory, opts *produceOptions) (in io.Reader, where string, closeIn func(), err error) {
+// produceInput opens what the messages are read from and names it for reports.
+func produceInput(f *Factory, opts *produceOptions) (src producer.Source, where string, closeIn func(), err error) {
 	closeIn = func() {}
-	switch {
-	case len(opts.Messages) > 0:
-		return nil, "arguments", closeIn, nil
-	case opts.File == "" || opts.File == "-":
+	if len(opts.Messages) > 0 {
+		return producer.Args(opts.Messages), "arguments", closeIn, nil
+	}
+	in, where := f.IO.In, "stdin"
+	if opts.File == "" || opts.File == "-" {
 		if err := f.claimStdin("messages", "give them as arguments or with --file FILE"); err != nil {
 			return nil, "", closeIn, err
 		}
-		return f.IO.In, "stdin", closeIn, nil
+	} else {
+		file, err := os.Open(opts.File)
+		if err != nil {
+			return nil, "", closeIn, usageErrorf("cannot open --file: %v", unwrapPathError(err))
+		}
+		if fi, err := file.Stat(); err == nil && fi.IsDir() {
+			file.Close()
+			return nil, "", closeIn, usageErrorf("--file %s is a directory (want a file)", opts.File)
+		}
+		in, where, closeIn = file, "file "+render.Escape(opts.File), func() { file.Close() }
 	}
-	file, err := os.Open(opts.File)
-	if err != nil {
-		return nil, "", closeIn, usageErrorf("cannot open --file: %v", unwrapPathError(err))
+	switch {
+	case opts.Lines:
+		return producer.Lines(in), where, closeIn, nil
+	case opts.JSON:
+		return producer.JSONLines(in), where, closeIn, nil
 	}
-	if fi, err := file.Stat(); err == nil && fi.IsDir() {
-		file.Close()
-		return nil, "", closeIn, usageErrorf("--file %s is a directory (want a file)", opts.File)
-	}
-	return file, "file " + render.Escape(opts.File), func() { file.Close() }, nil
+	return producer.Whole(in), where, closeIn, nil
 }
 
 func unwrapPathError(err error) error {
@@ -265,204 +232,43 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-// produceRecords reads the input and calls emit with each record, in order, until
-// the input ends or emit returns false. Only a failure to read is an error.
-func produceRecords(opts *produceOptions, in io.Reader, where string, emit func(*produceRecord) bool) error {
-	if in == nil {
-		for i, m := range opts.Messages {
-			if !emit(&produceRecord{where: fmt.Sprintf("argument %d", i+1), body: []byte(m), size: int64(len(m))}) {
-				return nil
-			}
-		}
-		return nil
-	}
-	if !opts.Lines && !opts.JSON {
-		body, n, err := readAtMost(in, produceMaxInput)
-		if err != nil {
-			return err
-		}
-		rec := &produceRecord{where: where, body: body, size: n}
-		if n > produceMaxInput {
-			rec.body, rec.err = nil, errTooLargeToRead
-		}
-		emit(rec)
-		return nil
-	}
-	r := bufio.NewReaderSize(in, 64<<10)
-	for lineNo := 1; ; lineNo++ {
-		line, n, err := readLine(r, produceMaxInput)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rec := &produceRecord{where: fmt.Sprintf("line %d", lineNo), size: n}
-		switch {
-		case n > produceMaxInput:
-			rec.err = errTooLargeToRead
-		case opts.JSON:
-			line = bytes.TrimSpace(line)
-			if len(line) == 0 {
-				continue
-			}
-			rec.body, rec.key, rec.err = parseProduceJSONLine(line)
-			rec.size = int64(len(rec.body))
-			if rec.err != nil {
-				rec.size = int64(len(line))
-			}
-		default:
-			if len(line) == 0 {
-				continue
-			}
-			rec.body = line
-		}
-		if !emit(rec) {
-			return nil
-		}
-	}
-}
+// readLine and jsonErrorText are shared with the reader of handles of ack/extend/nack.
+var (
+	readLine      = producer.ReadLine
+	jsonErrorText = producer.JSONErrorText
+)
 
-var errTooLargeToRead = fmt.Errorf("over %s, not sent", formatBytes(produceMaxInput))
-
-// readAtMost reads all of r, keeping at most limit bytes; n counts every byte read
-// (at most limit+1, which means "too large").
-func readAtMost(r io.Reader, limit int64) (body []byte, n int64, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, limit+1))
-	return body, int64(len(body)), err
-}
-
-// readLine returns the next line without its "\n" or "\r\n", keeping at most limit
-// bytes of it; n is its length (more than limit: it was too long and was cut). It
-// returns io.EOF only when nothing was left to read; a last line without a newline
-// is a line.
-func readLine(r *bufio.Reader, limit int64) (line []byte, n int64, err error) {
-	for {
-		chunk, err := r.ReadSlice('\n')
-		n += int64(len(chunk))
-		if int64(len(line)) <= limit {
-			line = append(line, chunk...)
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && n == 0:
-			return nil, 0, io.EOF
-		case err != nil && err != io.EOF:
-			return nil, n, err
-		}
-		break
-	}
-	if l := len(line); l > 0 && line[l-1] == '\n' {
-		line, n = line[:l-1], n-1
-		if l := len(line); l > 0 && line[l-1] == '\r' {
-			line, n = line[:l-1], n-1
-		}
-	}
-	if n > limit {
-		return nil, n, nil
-	}
-	return line, n, nil
-}
-
-// parseProduceJSONLine turns one line of `sub -o json` back into the produced bytes
-// and key: a base64 payload decoded, a JSON string's text, any other JSON value its
-// raw bytes verbatim (whitespace kept). A message without a key gives a nil key.
-func parseProduceJSONLine(line []byte) (body []byte, key *string, err error) {
-	var m client.Message
-	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, nil, fmt.Errorf("not a JSON message line: %v", jsonErrorText(err))
-	}
-	if len(m.Payload) == 0 {
-		return nil, nil, errors.New("no payload field (want a line of narad sub -o json)")
-	}
-	body, err = render.DecodePayload(&m)
-	if err != nil {
-		return nil, nil, err
-	}
-	if kb, ok, err := m.KeyBytes(); err != nil {
-		return nil, nil, err
-	} else if ok {
-		k := string(kb)
-		key = &k
-	}
-	// DecodePayload may share memory with m.Payload; own it, since it is sent later.
-	return append([]byte(nil), body...), key, nil
-}
-
-func jsonErrorText(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%v at byte %d", se, se.Offset)
-	}
-	return err.Error()
-}
-
-// produceState is what the workers share.
+// produceState prints for one run.
 type produceState struct {
-	f      *Factory
-	opts   *produceOptions
-	c      *client.Client
-	start  time.Time
-	cancel context.CancelFunc
-
-	produced, failed, sent atomic.Int64 // sent counts the bytes produced
-	progress               *progressLine
-
-	mu    sync.Mutex // guards fatal and the order of lines on stderr
-	fatal error
+	f        *Factory
+	where    string // "stdin", "file x", "arguments"
+	start    time.Time
+	progress *progressLine
+	mu       sync.Mutex // keeps lines on stderr whole
 }
 
-func (st *produceState) send(ctx context.Context, rec *produceRecord) {
-	if rec.err != nil {
-		st.failed.Add(1)
-		st.report(rec, fmt.Sprintf("%v (%d bytes)", rec.err, rec.size))
-		return
+// reportFailure prints one message that could not be produced, by where it was.
+func (st *produceState) reportFailure(fl producer.Failure) {
+	rec := fl.Record
+	var what string
+	if fl.Status == 0 {
+		what = fmt.Sprintf("%v (%d bytes)", fl.Err, rec.Size)
+	} else {
+		what = fmt.Sprintf("%s (%d bytes%s)", statusText(fl.Err), len(rec.Body), produceHint(fl.Status, len(rec.Body)))
 	}
-	o := client.ProduceOptions{Key: st.opts.Key, Partition: st.opts.Partition}
-	if o.Key == nil {
-		o.Key = rec.key
-	}
-	err := st.c.Produce(ctx, st.opts.Topic, rec.body, o)
-	if err == nil {
-		st.produced.Add(1)
-		st.sent.Add(int64(len(rec.body)))
-		return
-	}
-	if ctx.Err() != nil {
-		// Stopped by a signal or by another worker's fatal error: not this message's fault.
-		return
-	}
-	switch status := client.StatusOf(err); status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		st.failed.Add(1)
-		st.report(rec, fmt.Sprintf("%s (%d bytes%s)", statusText(err), len(rec.body), produceHint(status, len(rec.body))))
-	default:
-		st.mu.Lock()
-		if st.fatal == nil {
-			st.fatal = apiFatal(st.f, st.c, err, st.opts.Topic)
-		}
-		st.mu.Unlock()
-		st.cancel()
-	}
+	st.printf("narad: %s: %s\n", st.position(rec.Pos), what)
 }
 
-func produceHint(status, size int) string {
-	switch {
-	case status == http.StatusRequestEntityTooLarge:
-		return "; a message is at most 1 MiB"
-	case status == http.StatusBadRequest && size == 0:
-		return "; a message needs at least one byte"
+// position names a record: "line 5", "argument 2", or the whole input's name.
+func (st *produceState) position(pos int) string {
+	switch st.where {
+	case "arguments":
+		return fmt.Sprintf("argument %d", pos)
 	}
-	return ""
-}
-
-// report prints one failed message's line; copies made by --count report once.
-func (st *produceState) report(rec *produceRecord, what string) {
-	if rec.reported.Swap(true) {
-		return
+	if pos == 0 {
+		return st.where
 	}
-	st.printf("narad: %s: %s\n", rec.where, what)
+	return fmt.Sprintf("line %d", pos)
 }
 
 func (st *produceState) printf(format string, a ...any) {
@@ -476,30 +282,83 @@ func (st *produceState) printf(format string, a ...any) {
 	io.WriteString(st.f.IO.ErrOut, line)
 }
 
-func (st *produceState) progressText() string {
-	return fmt.Sprintf("produced %s (%s)…", plural(st.produced.Load(), "message"), formatBytes(st.sent.Load()))
-}
-
 // summary prints the closing line, always: after a fatal error only if something was
-// sent or reported, so a bad password stays a single line.
-func (st *produceState) summary() {
-	n, failed := st.produced.Load(), st.failed.Load()
-	st.mu.Lock()
-	fatal := st.fatal != nil
-	st.mu.Unlock()
-	if fatal && n == 0 && failed == 0 {
+// sent or reported, so a bad password stays a single line. A run that ended early
+// says where to resume.
+func (st *produceState) summary(res *producer.Result) {
+	if res.Fatal != nil && res.Produced == 0 && res.Failed == 0 && res.Unknown == 0 {
 		return
 	}
-	line := produceSummary(n, st.sent.Load(), failed, st.f.Now().Sub(st.start))
-	st.printf("%s\n", line)
+	st.printf("%s\n", produceSummary(res.Stats, st.f.Now().Sub(st.start)))
+	if line := resumeLine(res, st.where); line != "" {
+		st.printf("%s\n", line)
+	}
 }
 
-func produceSummary(n, size, failed int64, d time.Duration) string {
-	s := fmt.Sprintf("produced %s (%s) in %.2fs", plural(n, "message"), formatBytes(size), d.Seconds())
-	if failed > 0 {
-		s += fmt.Sprintf(", %d failed", failed)
+func produceSummary(s producer.Stats, d time.Duration) string {
+	line := fmt.Sprintf("produced %s (%s) in %.2fs", plural(s.Produced, "message"), formatBytes(s.Bytes), d.Seconds())
+	if s.Failed > 0 {
+		line += fmt.Sprintf(", %d failed", s.Failed)
+	}
+	if s.Unknown > 0 {
+		line += fmt.Sprintf(", %d unknown", s.Unknown)
+	}
+	return line
+}
+
+// resumeLine says, after a run that stopped before the end of its input, which records
+// are done and how to go on without sending any twice:
+// "interrupted: lines 1-1173 produced; resume with tail -n +1174".
+func resumeLine(res *producer.Result, where string) string {
+	if (!res.Stopped && res.Fatal == nil) || res.Unit == "" || res.Taken == 0 {
+		return ""
+	}
+	how := "interrupted"
+	if res.Fatal != nil {
+		how = "stopped"
+	}
+	unit, units := res.Unit, res.Unit+"s"
+	done := "produced"
+	if res.Failed > 0 {
+		done = "produced or reported above"
+	}
+	var s string
+	switch r := res.Resume; {
+	case r <= 1:
+		s = fmt.Sprintf("%s: no %s %s", how, unit, done)
+	case r == 2:
+		s = fmt.Sprintf("%s: %s 1 %s", how, unit, done)
+	default:
+		s = fmt.Sprintf("%s: %s 1-%d %s", how, units, r-1, done)
+	}
+	if res.Unknown > 0 {
+		span := fmt.Sprintf("%s %d", unit, res.UnknownFirst)
+		if res.UnknownLast != res.UnknownFirst {
+			span = fmt.Sprintf("%s %d-%d", units, res.UnknownFirst, res.UnknownLast)
+		}
+		s += fmt.Sprintf("; %s from %s may or may not have been stored", plural(res.Unknown, "message"), span)
+	}
+	if unit == "argument" {
+		return s + fmt.Sprintf("; resume from argument %d", res.Resume)
+	}
+	s += fmt.Sprintf("; resume with tail -n +%d", res.Resume)
+	if file, ok := strings.CutPrefix(where, "file "); ok {
+		s += " " + file
+	}
+	if res.Unknown > 0 {
+		s += " (may store those again)"
 	}
 	return s
+}
+
+func produceHint(status, size int) string {
+	switch {
+	case status == http.StatusRequestEntityTooLarge:
+		return "; a message is at most 1 MiB"
+	case status == http.StatusBadRequest && size == 0:
+		return "; a message needs at least one byte"
+	}
+	return ""
 }
 
 // plural is "1 word" or "N words".

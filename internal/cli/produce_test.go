@@ -1,19 +1,25 @@
 package cli
 
 import (
-	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/narad/narad/internal/devbroker"
 	"github.com/narad/narad/internal/iostreams"
+	"github.com/narad/narad/internal/producer"
 )
 
 // cliResult is what one in-process run of narad left behind.
@@ -41,13 +47,13 @@ func runCLI(t *testing.T, stdin io.Reader, tty bool, args ...string) cliResult {
 	return cliResult{code, out.String(), errOut.String()}
 }
 
-// produceServer is a fake node that records produces: 404 for topic "nope", 413 for
-// bodies over 10 bytes, 400 for empty ones.
+// produceServer is a fake older node (no batch produce) that records produces: 404
+// for topic "nope", 413 for bodies over 10 bytes, 400 for empty ones.
 type produceServer struct {
 	*httptest.Server
 	mu   sync.Mutex
 	got  []string // body, and ?key= / ?partition= when present
-	hits int
+	hits int      // single produces
 }
 
 func newProduceServer(t *testing.T) *produceServer {
@@ -55,8 +61,12 @@ func newProduceServer(t *testing.T) *produceServer {
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.hits++
 		body, _ := io.ReadAll(r.Body)
+		if strings.HasSuffix(r.URL.Path, "/produce/batch") {
+			http.NotFound(w, r) // an older node: one message per request
+			return
+		}
+		s.hits++
 		switch {
 		case r.URL.Path == "/v1/topics/nope/produce":
 			w.WriteHeader(http.StatusNotFound)
@@ -183,71 +193,6 @@ func TestProduceJSONLines(t *testing.T) {
 	}
 }
 
-func TestParseProduceJSONLine(t *testing.T) {
-	str := func(s string) *string { return &s }
-	tests := []struct {
-		name, line string
-		body       string
-		key        *string
-		err        string
-	}{
-		{"json verbatim", `{"payload":{"b":  [1, 2]} ,"key":"k"}`, `{"b":  [1, 2]}`, str("k"), ""},
-		{"json number", `{"payload":42}`, `42`, nil, ""},
-		{"text", `{"payload":"hello"}`, "hello", nil, ""},
-		{"text with escapes", `{"payload":"a\nb\u00e9\"q\""}`, "a\nbé\"q\"", nil, ""},
-		{"base64", `{"payload":"iVBORw0KGgo=","payload_encoding":"base64"}`, "\x89PNG\r\n\x1a\n", nil, ""},
-		{"base64 key", `{"payload":"x","key":"AP8=","key_encoding":"base64"}`, "x", str("\x00\xff"), ""},
-		{"empty key is a key", `{"payload":"x","key":""}`, "x", str(""), ""},
-		{"not json", `hello`, "", nil, "not a JSON message line"},
-		{"no payload", `{"topic":"t"}`, "", nil, "no payload field"},
-		{"unknown encoding", `{"payload":"x","payload_encoding":"rot13"}`, "", nil, "rot13"},
-		{"bad base64", `{"payload":"!!","payload_encoding":"base64"}`, "", nil, "base64"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body, key, err := parseProduceJSONLine([]byte(tt.line))
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("err %v, want one with %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(body) != tt.body {
-				t.Errorf("body %q, want %q", body, tt.body)
-			}
-			if (key == nil) != (tt.key == nil) || (key != nil && *key != *tt.key) {
-				t.Errorf("key %v, want %v", key, tt.key)
-			}
-		})
-	}
-}
-
-func TestReadLine(t *testing.T) {
-	r := bufio.NewReaderSize(strings.NewReader("ab\r\n\ncdefgh\nij"), 16)
-	type line struct {
-		s string
-		n int64
-	}
-	var got []line
-	for {
-		l, n, err := readLine(r, 5)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, line{string(l), n})
-	}
-	want := []line{{"ab", 2}, {"", 0}, {"", 6}, {"ij", 2}}
-	if !slices.Equal(got, want) {
-		t.Errorf("lines %v, want %v (a line over the limit comes back empty with its length)", got, want)
-	}
-}
-
 func TestProduceFlags(t *testing.T) {
 	tests := []struct {
 		args []string
@@ -297,17 +242,51 @@ func TestProduceFlags(t *testing.T) {
 
 func TestProduceSummary(t *testing.T) {
 	tests := []struct {
-		n, size, failed int64
-		d               time.Duration
-		want            string
+		s    producer.Stats
+		d    time.Duration
+		want string
 	}{
-		{1000, 48026, 0, 410 * time.Millisecond, "produced 1000 messages (46.9 KiB) in 0.41s"},
-		{1, 5, 0, 0, "produced 1 message (5 B) in 0.00s"},
-		{0, 0, 2, 1500 * time.Millisecond, "produced 0 messages (0 B) in 1.50s, 2 failed"},
+		{producer.Stats{Produced: 1000, Bytes: 48026}, 410 * time.Millisecond, "produced 1000 messages (46.9 KiB) in 0.41s"},
+		{producer.Stats{Produced: 1, Bytes: 5}, 0, "produced 1 message (5 B) in 0.00s"},
+		{producer.Stats{Failed: 2}, 1500 * time.Millisecond, "produced 0 messages (0 B) in 1.50s, 2 failed"},
+		{producer.Stats{Produced: 3, Bytes: 3, Unknown: 8}, 0, "produced 3 messages (3 B) in 0.00s, 8 unknown"},
 	}
 	for _, tt := range tests {
-		if got := produceSummary(tt.n, tt.size, tt.failed, tt.d); got != tt.want {
-			t.Errorf("produceSummary(%d, %d, %d, %v) = %q, want %q", tt.n, tt.size, tt.failed, tt.d, got, tt.want)
+		if got := produceSummary(tt.s, tt.d); got != tt.want {
+			t.Errorf("produceSummary(%+v, %v) = %q, want %q", tt.s, tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestResumeLine(t *testing.T) {
+	res := func(mod func(*producer.Result)) *producer.Result {
+		r := &producer.Result{Stopped: true, Unit: "line", Taken: 1173, Resume: 1174}
+		r.Produced = 1173
+		mod(r)
+		return r
+	}
+	tests := []struct {
+		name  string
+		res   *producer.Result
+		where string
+		want  string
+	}{
+		{"complete", res(func(*producer.Result) {}), "stdin", "interrupted: lines 1-1173 produced; resume with tail -n +1174"},
+		{"a file", res(func(*producer.Result) {}), "file in.txt", "interrupted: lines 1-1173 produced; resume with tail -n +1174 in.txt"},
+		{"one line", res(func(r *producer.Result) { r.Resume = 2 }), "stdin", "interrupted: line 1 produced; resume with tail -n +2"},
+		{"failures", res(func(r *producer.Result) { r.Failed = 2 }), "stdin", "interrupted: lines 1-1173 produced or reported above; resume with tail -n +1174"},
+		{"unknown", res(func(r *producer.Result) { r.Resume, r.Unknown, r.UnknownFirst, r.UnknownLast = 1166, 8, 1166, 1173 }), "stdin",
+			"interrupted: lines 1-1165 produced; 8 messages from lines 1166-1173 may or may not have been stored; resume with tail -n +1166 (may store those again)"},
+		{"nothing done", res(func(r *producer.Result) { r.Resume, r.Unknown, r.UnknownFirst, r.UnknownLast = 1, 1, 1, 1 }), "stdin",
+			"interrupted: no line produced; 1 message from line 1 may or may not have been stored; resume with tail -n +1 (may store those again)"},
+		{"fatal", res(func(r *producer.Result) { r.Stopped, r.Fatal = false, errors.New("401") }), "stdin", "stopped: lines 1-1173 produced; resume with tail -n +1174"},
+		{"arguments", res(func(r *producer.Result) { r.Unit, r.Resume = "argument", 3 }), "arguments", "interrupted: arguments 1-2 produced; resume from argument 3"},
+		{"ran to the end", res(func(r *producer.Result) { r.Stopped = false }), "stdin", ""},
+		{"a whole input", res(func(r *producer.Result) { r.Unit = "" }), "stdin", ""},
+	}
+	for _, tt := range tests {
+		if got := resumeLine(tt.res, tt.where); got != tt.want {
+			t.Errorf("%s:\n got  %q\n want %q", tt.name, got, tt.want)
 		}
 	}
 }
@@ -376,5 +355,171 @@ func TestProduceInterrupted(t *testing.T) {
 	}
 	if got := errOut.String(); !strings.HasPrefix(got, "produced 1 message (5 B) in ") {
 		t.Errorf("stderr %q, want the summary", got)
+	}
+}
+
+// seqLines is an endless input of the lines 1, 2, 3, ...: `seq 1000000000 |`.
+type seqLines struct {
+	n   int
+	buf []byte
+}
+
+func (s *seqLines) Read(p []byte) (int, error) {
+	for len(s.buf) < len(p) {
+		s.n++
+		s.buf = strconv.AppendInt(s.buf, int64(s.n), 10)
+		s.buf = append(s.buf, '\n')
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+// gatedBroker is a dev broker whose answers are held until open is closed (or the
+// client gives up on the request): a message is stored and its 202 is still on the
+// way, as when a signal arrives while requests are out.
+func gatedBroker(t *testing.T) (b *devbroker.Broker, url string, open func()) {
+	t.Helper()
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	gate := make(chan struct{})
+	var once sync.Once
+	open = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		b.Handler().ServeHTTP(rec, r)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	return b, srv.URL, open
+}
+
+// storedLines is every message of topic t as its text, read back by replay.
+func storedLines(t *testing.T, b *devbroker.Broker) map[string]int {
+	t.Helper()
+	st, err := b.Stats("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, p := range st.Partitions {
+		for off := p.OldestOffset; off < p.NextOffset; off++ {
+			resp, err := http.Get(fmt.Sprintf("%s/v1/topics/t/consume?partition=%d&offset=%d", b.URL(), p.Index, off))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m struct {
+				Payload json.RawMessage `json:"payload"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&m)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[strings.Trim(string(m.Payload), `"`)]++
+		}
+	}
+	return got
+}
+
+// startInterruptible runs `narad produce t --lines -j 8` on an endless input against
+// url, and returns once the node has stored a message (its answer held at the gate).
+func startInterruptible(t *testing.T, b *devbroker.Broker, url string) (f *Factory, errOut *bytes.Buffer, done <-chan int) {
+	t.Helper()
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, _, errBuf := iostreams.Test()
+	ios.In = &seqLines{}
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	f = &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	ch := make(chan int, 1)
+	go func() { ch <- Run(f, []string{"produce", "t", "--lines", "-j", "8", "-s", url}) }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st, _ := b.Stats("t"); st.Messages() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing reached the node")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return f, errBuf, ch
+}
+
+// Issue 7 defect 7: `seq 100000 | narad produce t --lines -j 8`, SIGINT after 0.5 s,
+// said fewer produced than the node held: the requests out were cancelled, though the
+// node had stored their messages. The first signal now stops the reading and lets them
+// finish, so the summary is what the node holds, and the resume line continues right
+// after it: the node holds exactly lines 1..N, once each.
+func TestProduceInterruptIsExact(t *testing.T) {
+	b, url, open := gatedBroker(t)
+	f, errOut, done := startInterruptible(t, b, url)
+	f.Signals.Trigger(syscall.SIGINT)
+	// The answers are held a moment, so that a run that cancels its requests at the
+	// signal has returned before they come.
+	select {
+	case <-done:
+		t.Error("produce returned while its requests were still out")
+		done = nil
+	case <-time.After(200 * time.Millisecond):
+	}
+	open()
+	if done != nil {
+		if code := <-done; code != ExitInterrupted {
+			t.Errorf("exit %d, want 130", code)
+		}
+	}
+	stored := storedLines(t, b)
+	n := len(stored)
+	for i := 1; i <= n; i++ {
+		if c := stored[strconv.Itoa(i)]; c != 1 {
+			t.Fatalf("line %d stored %d times; want lines 1..%d once each", i, c, n)
+		}
+	}
+	want := fmt.Sprintf("produced %d messages (", n)
+	resume := fmt.Sprintf("interrupted: lines 1-%d produced; resume with tail -n +%d\n", n, n+1)
+	if got := errOut.String(); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, resume) {
+		t.Errorf("stderr %q\nwant the summary %q... and %q (the node holds %d)", got, want, resume, n)
+	}
+}
+
+// A second signal abandons the requests out: their messages are counted as unknown
+// and named by line, and the run ends without waiting for their answers.
+func TestProduceSecondInterruptAbandons(t *testing.T) {
+	b, url, _ := gatedBroker(t)
+	f, errOut, done := startInterruptible(t, b, url)
+	f.Signals.Trigger(syscall.SIGINT)
+	f.Signals.Trigger(syscall.SIGINT)
+	if code := <-done; code != ExitInterrupted {
+		t.Errorf("exit %d, want 130", code)
+	}
+	stored := len(storedLines(t, b))
+	got := errOut.String()
+	var produced, unknown int
+	if _, err := fmt.Sscanf(got, "produced %d messages", &produced); err != nil {
+		t.Fatalf("stderr %q: %v", got, err)
+	}
+	if i := strings.Index(got, " unknown\n"); i > 0 {
+		fmt.Sscanf(got[strings.LastIndex(got[:i], " ")+1:], "%d", &unknown)
+	}
+	if produced != 0 || unknown < stored {
+		t.Errorf("stderr %q: want 0 produced and at least the %d stored messages unknown", got, stored)
+	}
+	if !strings.Contains(got, "may or may not have been stored; resume with tail -n +1 (may store those again)\n") {
+		t.Errorf("stderr %q: want the unknown lines named and a resume from line 1", got)
 	}
 }

@@ -29,8 +29,14 @@ func newReplayCmd(f *Factory) *cobra.Command {
 		Short: "Read a topic's history by position, taking nothing",
 		Long: "Read retained messages by position, from the oldest (or --offset) to the tail, each\n" +
 			"partition in turn unless --partition. Nothing is reserved or acked.",
-		Example: "  narad replay orders --partition 4 --offset 0 --count 10\n" +
-			"  narad replay orders -o json --follow",
+		Example: "  # The first ten messages of partition 4\n" +
+			"  narad replay orders --partition 4 --offset 0 --count 10\n\n" +
+			"  # Back up everything kept, as JSON lines; consumers are not disturbed\n" +
+			"  narad replay orders -o json > orders.jsonl\n\n" +
+			"  # Copy a topic, keys and binary payloads exact\n" +
+			"  narad replay orders -o json | narad produce orders-copy --json\n\n" +
+			"  # Follow new messages as they are written, keys only\n" +
+			"  narad replay orders -o json --follow | jq -r .key",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.topic = args[0]

@@ -29,6 +29,8 @@ type Factory struct {
 	Signals *Signals
 	// ReadSecret asks for a password on the terminal without echo (nil: cannot ask).
 	ReadSecret func(prompt string) (string, error)
+	// CompletionTimeout bounds what TAB asks the node; zero is the default.
+	CompletionTimeout time.Duration
 
 	global globalFlags
 	// conn is the connection once resolved: the config file is read, and any
@@ -40,6 +42,9 @@ type Factory struct {
 	// tuneClient adjusts every client's config before it is built (tests: instant
 	// backoff, short timeouts).
 	tuneClient func(*client.Config)
+	// requestTimeout bounds a request that does not long-poll; zero means the
+	// client's default. Tests shorten it.
+	requestTimeout time.Duration
 }
 
 type globalFlags struct {
@@ -76,10 +81,15 @@ func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Comman
 	code = exitCodeFor(err)
 	if err != nil {
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.err != nil {
+		ours := errors.As(err, &ee)
+		if !ours || ee.err != nil {
+			line := err.Error()
+			if !ours {
+				line = unknownCommandLine(line) // cobra's own, with its suggestions below
+			}
 			// Escaped here, once for every command: the line may quote what the user
 			// typed (a flag, a file name) or what a node sent.
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(unknownCommandLine(err.Error()))))
+			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(line)))
 		}
 	}
 	if sig := f.Signals.Received(); sig != 0 && code != ExitUsage {
@@ -100,9 +110,12 @@ func oneLine(s string) string {
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := newRoot(f)
 	for _, t := range topCommands() {
-		root.AddCommand(t.build(f))
+		addGroup(root, t.group, t.build(f))
 	}
+	root.AddCommand(newGenDocsCmd(f))
 	strictHelp(root)
+	teach(root)
+	addCompletions(f, root)
 	return root
 }
 
@@ -111,6 +124,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 type topCommand struct {
 	name    string
 	aliases []string
+	group   string
 	build   func(*Factory) *cobra.Command
 }
 
@@ -120,30 +134,32 @@ func topCommands() []topCommand {
 		return func(f *Factory) *cobra.Command { return newSettleCmd(f, name, a) }
 	}
 	return []topCommand{
-		{"sub", nil, newSubCmd},
-		{"produce", []string{"pub"}, newProduceCmd},
-		{"ack", nil, settle("ack", client.Ack)},
-		{"extend", nil, settle("extend", client.Extend)},
-		{"nack", nil, settle("nack", client.Nack)},
-		{"replay", nil, newReplayCmd},
-		{"topic", nil, newTopicCmd},
-		{"user", nil, newUserCmd},
-		{"cluster", nil, newClusterCmd},
-		{"status", nil, newStatusCmd},
-		{"context", nil, newContextCmd},
-		{"dev", nil, newDevCmd},
-		{"demo", nil, newDemoCmd},
-		{"version", nil, newVersionCmd},
-		{"completion", nil, newCompletionCmd},
+		{"sub", nil, "messages", newSubCmd},
+		{"produce", []string{"pub"}, "messages", newProduceCmd},
+		{"ack", nil, "messages", settle("ack", client.Ack)},
+		{"extend", nil, "messages", settle("extend", client.Extend)},
+		{"nack", nil, "messages", settle("nack", client.Nack)},
+		{"replay", nil, "messages", newReplayCmd},
+		{"topic", nil, "admin", newTopicCmd},
+		{"user", nil, "admin", newUserCmd},
+		{"cluster", nil, "admin", newClusterCmd},
+		{"status", nil, "admin", newStatusCmd},
+		{"bench", nil, "admin", newBenchCmd},
+		{"dev", nil, "local", newDevCmd},
+		{"demo", nil, "local", newDemoCmd},
+		{"context", nil, "setup", newContextCmd},
+		{"version", nil, "setup", newVersionCmd},
+		{"completion", nil, "setup", newCompletionCmd},
 	}
 }
 
-// newRootFor builds the root with only the command args run: building all fifteen
+// newRootFor builds the root with only the command args run: building all sixteen
 // with their flags was most of what narad's start-up cost beyond its libraries'.
 // Cobra's own Find picks the command, on stand-ins that carry only the names, so
 // the flags before it are read as cobra reads them. Anything else gets the whole
-// tree: no command, help, completion (its scripts describe every command), a name
-// cobra does not find (its error suggests the near ones).
+// tree: no command, help, --version, completion and gen-docs (they describe every
+// command), a name cobra does not find (its error suggests the near ones). Flag
+// completions are only for completion (cobra's __complete), so they are left out.
 func newRootFor(f *Factory, args []string) *cobra.Command {
 	root := newRoot(f)
 	tops := topCommands()
@@ -156,8 +172,9 @@ func newRootFor(f *Factory, args []string) *cobra.Command {
 		return NewRootCmd(f)
 	}
 	root.ResetCommands()
-	root.AddCommand(tops[i].build(f))
+	addGroup(root, tops[i].group, tops[i].build(f))
 	strictHelp(root)
+	teach(root)
 	return root
 }
 
@@ -168,6 +185,13 @@ func newRoot(f *Factory) *cobra.Command {
 		Short: "Work with a Narad message broker from the command line",
 		Long: "narad consumes, produces and settles messages on a Narad broker over its HTTP API,\n" +
 			"supervises a command per message while holding its lease, and runs a local broker.",
+		Example: "  # Try it on this machine: a local broker, a message in, the message out\n" +
+			"  narad dev --topic orders:3 &\n" +
+			"  narad produce orders '{\"order_id\": \"ord_123\", \"amount\": 4999}'\n" +
+			"  narad sub orders --count 1\n\n" +
+			"  # Talk to a real node from now on\n" +
+			"  narad context add prod --server https://narad.example.com --user app --password \"$NARAD_PASS\"\n" +
+			"  narad topic ls",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Our own completion command is in the whole tree; a tree of one command would
@@ -192,9 +216,7 @@ func newRoot(f *Factory) *cobra.Command {
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("%v (see --help)", err)}
-	})
+	root.SetFlagErrorFunc(flagError)
 
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.global.server, "server", "s", "", "node to talk to (env NARAD_ADDR; default from the context, else "+config.DefaultServer+")")
@@ -209,7 +231,26 @@ func newRoot(f *Factory) *cobra.Command {
 	pf.BoolVarP(&f.global.verbose, "verbose", "v", false, "log each HTTP request, status and latency on stderr")
 	pf.BoolVar(&f.global.curl, "curl", false, "before each request, print the curl command that makes it on stderr (credentials as $NARAD_USER:$NARAD_PASS)")
 
+	// Groups in the order `narad --help` lists them, as gh does.
+	root.AddGroup(
+		&cobra.Group{ID: "messages", Title: "Messages:"},
+		&cobra.Group{ID: "admin", Title: "Topics and admin:"},
+		&cobra.Group{ID: "local", Title: "Local broker:"},
+		&cobra.Group{ID: "setup", Title: "Setup:"},
+	)
+	root.SetHelpCommandGroupID("setup")
+	v := buildInfo()
+	root.Version = v.Version // --version, printed like `narad version`
+	root.Flags().Bool("version", false, "print the version, as narad version does")
+	root.SetVersionTemplate(versionLine(v) + "\n")
 	return root
+}
+
+func addGroup(root *cobra.Command, id string, cmds ...*cobra.Command) {
+	for _, c := range cmds {
+		c.GroupID = id
+		root.AddCommand(c)
+	}
 }
 
 // strictHelp makes `narad help TOPIC` refuse a topic that is not a command (exit 2,
@@ -281,13 +322,21 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if conn.Insecure && strings.HasPrefix(conn.Server, "https:") {
 		fmt.Fprintln(f.IO.ErrOut, "narad: warning: TLS certificate verification is off (--insecure)")
 	}
+	if w := cfg.PermissionWarning(); w != "" {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: %s\n", render.Escape(w))
+	}
+	if conn.User != "" && config.CleartextCredentials(conn.Server) {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: the password goes to %s over plain http, readable on the network (use https://)\n",
+			render.Escape(config.RedactURL(conn.Server)))
+	}
 	f.conn = &conn
 	return conn, nil
 }
 
 // Client builds an API client for the resolved connection, with the hooks that
-// show its work: the retry notice always, -v and --curl when asked for.
-func (f *Factory) Client() (*client.Client, error) {
+// show its work: the retry notice always, -v and --curl when asked for, and the
+// command's own (extra).
+func (f *Factory) Client(extra ...client.Hook) (*client.Client, error) {
 	conn, err := f.Connection()
 	if err != nil {
 		return nil, err
@@ -301,6 +350,7 @@ func (f *Factory) Client() (*client.Client, error) {
 	if f.global.curl {
 		hooks = append(hooks, curlPrinter{out})
 	}
+	hooks = append(hooks, extra...)
 	name := "narad/" + versionString()
 	cfg := client.Config{
 		BaseURL:    conn.Server,
@@ -311,6 +361,7 @@ func (f *Factory) Client() (*client.Client, error) {
 		UserAgent:  name,
 		ClientName: name,
 		Hooks:      hooks,
+		Timeout:    f.requestTimeout,
 	}
 	if f.tuneClient != nil {
 		f.tuneClient(&cfg)

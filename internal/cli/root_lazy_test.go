@@ -39,6 +39,8 @@ func TestLazyTreeRunsLikeTheWholeTree(t *testing.T) {
 		{"user", "add", "--help"}, {"context", "ls", "--help"}, {"context", "list", "--help"},
 		{"cluster", "--help"}, {"status", "--help"}, {"replay", "--help"}, {"dev", "--help"}, {"demo", "--help"},
 		{"completion", "--help"}, {"completion", "nosuch"}, {"--", "sub"},
+		{"--version"}, {"version", "--version"}, {"bench", "--help"}, {"bench"}, {"sub", "--cout", "1"},
+		{"topic", "lss"}, {"user", "nosuch"}, {"gen-docs", "--help"},
 	} {
 		lazyCode, lazyOut, lazyErr := runTree(t, args, newRootFor)
 		wholeCode, wholeOut, wholeErr := runTree(t, args, whole)
@@ -62,7 +64,7 @@ func runTree(t *testing.T, args []string, build func(*Factory, []string) *cobra.
 func TestLazyTreeBuildsOnlyTheCommandRun(t *testing.T) {
 	f := &Factory{Getenv: os.Getenv, Now: time.Now, Signals: NewSignals()}
 	f.IO, _, _, _ = iostreams.Test()
-	all := len(topCommands())
+	all := len(topCommands()) + 1 // and the hidden gen-docs
 	for _, c := range []struct {
 		args []string
 		want int

@@ -69,6 +69,7 @@ func TestScripts(t *testing.T) {
 			"freeport":  cmdFreePort,
 			"waitready": cmdWaitReady,
 			"faultnode": cmdFaultNode,
+			"slowproxy": cmdSlowProxy,
 		},
 	})
 }
@@ -144,6 +145,7 @@ func cmdNaradDev(ts *testscript.TestScript, neg bool, args []string) {
 //	broker fail OP N STATUS       the next N OP requests answer STATUS
 //	broker stats TOPIC            prints available=N inflight=N acked=N
 //	broker legacy on|off          switches the older-node behaviour
+//	broker waitinflight TOPIC N   waits until N messages are leased
 func cmdBroker(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 {
 		ts.Fatalf("usage: broker requests|fail|stats|legacy ...")
@@ -163,6 +165,20 @@ func cmdBroker(ts *testscript.TestScript, neg bool, args []string) {
 	case "legacy":
 		b.SetLegacy(args[1] == "on")
 		return
+	case "waitinflight":
+		// broker waitinflight TOPIC N: until N messages are leased (up to 10 s).
+		want, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			st, err := b.Stats(args[1])
+			ts.Check(err)
+			if st.InFlight() == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("broker: %d in flight after 10s, want %d", st.InFlight(), want)
+			}
+		}
 	case "stats":
 		st, err := b.Stats(args[1])
 		if err != nil {
@@ -254,6 +270,78 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		ts.Fatalf("http: status %d", resp.StatusCode)
 	}
+}
+
+// slowproxy DELAY puts a TCP proxy on 127.0.0.1 in front of the script's broker that
+// passes on every byte the broker sends DELAY after it arrived: an answer is on the
+// wire that long. NARAD_ADDR points at the proxy; BROKER_URL still at the broker.
+func cmdSlowProxy(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: slowproxy DELAY")
+	}
+	delay, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	target := ts.Getenv("BROKER_HOSTPORT")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	done := make(chan struct{})
+	ts.Defer(func() {
+		close(done)
+		l.Close()
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go slowRelay(c, target, delay, done)
+		}
+	}()
+	ts.Setenv("NARAD_ADDR", "http://"+l.Addr().String())
+}
+
+func slowRelay(c net.Conn, target string, delay time.Duration, done <-chan struct{}) {
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	go func() {
+		<-done
+		c.Close()
+		up.Close()
+	}()
+	go func() {
+		io.Copy(up, c)
+		up.(*net.TCPConn).CloseWrite()
+	}()
+	type chunk struct {
+		b  []byte
+		at time.Time
+	}
+	chunks := make(chan chunk, 256)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := up.Read(buf)
+			if n > 0 {
+				chunks <- chunk{bytes.Clone(buf[:n]), time.Now()}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for k := range chunks {
+		time.Sleep(time.Until(k.at.Add(delay)))
+		if _, err := c.Write(k.b); err != nil {
+			break
+		}
+	}
+	c.Close()
+	up.Close()
 }
 
 // freeport sets NARAD_ADDR, BROKER_URL and BROKER_HOSTPORT to a loopback port that

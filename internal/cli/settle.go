@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/config"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -48,12 +50,40 @@ var settleShort = map[string]string{
 	"nack":   "Give leased messages back at once",
 }
 
+// settleDoes says what each settlement does to a message, for its help.
+var settleDoes = map[string]string{
+	"ack": "An acked message is done: it is never delivered again, to anyone.",
+	"extend": "Extending renews a lease for a full visibility timeout of the topic, counted from\n" +
+		"now (not added to what is left): the message stays hidden from other consumers, and\n" +
+		"its handle stays valid, while slow work goes on. The topic's setting is unchanged.",
+	"nack": "A nacked message is given back at once, without waiting for its lease to run out:\n" +
+		"it is redelivered right away (to a waiting consumer, with a new handle). Use it for\n" +
+		"work that cannot be done now, so that it does not wait out the lease.",
+}
+
+var settleExamples = map[string]string{
+	"ack": "  # Settle one handle (from sub -o json, or $NARAD_RECEIPT_HANDLE in exec mode)\n" +
+		"  narad ack orders 4:0:3327358780392153864\n\n" +
+		"  # Take ten, look at them, then settle them\n" +
+		"  narad sub orders --no-ack --count 10 -o json > held.jsonl\n" +
+		"  narad ack orders - < held.jsonl",
+	"extend": "  # Keep messages taken with --no-ack for another visibility timeout\n" +
+		"  narad extend orders - < held.jsonl\n" +
+		"  narad extend orders 4:0:3327358780392153864",
+	"nack": "  # Give back at once what was taken but will not be handled\n" +
+		"  narad nack orders - < held.jsonl\n\n" +
+		"  # Look at the next message and give it straight back\n" +
+		"  narad sub orders --no-ack --count 1 -o json | tee next.json | narad nack orders -",
+}
+
 func settleCmd(f *Factory, name string, a client.Action, run func(*Factory, *settleOptions) error) *cobra.Command {
 	opts := &settleOptions{Name: name, Action: a}
 	cmd := &cobra.Command{
 		Use:   name + " TOPIC HANDLE...",
 		Short: settleShort[name],
 		Long: settleShort[name] + `, by receipt handle.
+
+` + settleDoes[name] + `
 
 Handles are arguments, or - to read stdin: one handle a line, or lines of
 "narad sub -o json" (their receipt_handle is used), so that
@@ -67,9 +97,8 @@ stderr. With -o json, one result per handle on stdout:
   {"receipt_handle":"4:0:124","status":410,"error":"..."}
 Exit 0 when all were settled, 4 when some leases were gone (and nothing else failed),
 1 on any other failure.`,
-		Example: "  narad " + name + " orders 4:0:3327358780392153864\n" +
-			"  narad sub orders --no-ack --count 10 -o json | narad " + name + " orders -",
-		Args: minArgs(1, "a topic and receipt handles (or - for stdin)"),
+		Example: settleExamples[name],
+		Args:    minArgs(1, "a topic and receipt handles (or - for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Handles = args[0], args[1:]
 			if err := validateTopicName(opts.Topic); err != nil {
@@ -143,57 +172,142 @@ func parseHandleLine(line []byte) (handle string, ok bool, err error) {
 }
 
 // settleItems sends the handles of args, reading stdin in place of "-", on a channel
-// that is closed at the end of input.
+// that is closed at the end of input (or at a stop, see handleReader).
 func settleItems(ctx context.Context, in io.Reader, args []string) (<-chan settleItem, <-chan error) {
-	items := make(chan settleItem, settleGather)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(items)
-		put := func(it settleItem) bool {
+	r := newHandleReader(ctx, in, args)
+	return r.items, r.readErr
+}
+
+// handleReader reads the handles to settle. Once ctx ends (a signal) it starts no new
+// read of stdin but still hands over the lines it already holds, so that whoever
+// stops can name every handle that was taken from stdin (see leftovers).
+type handleReader struct {
+	items   chan settleItem
+	readErr chan error
+
+	mu      sync.Mutex
+	reading bool          // blocked in a read of stdin, holding no whole line
+	later   []string      // the handle arguments after "-", not sent while reading it
+	early   bool          // stopped before the end of input
+	lines   int           // stdin lines taken whole
+	waiting chan struct{} // a value when reading turns true
+}
+
+func newHandleReader(ctx context.Context, in io.Reader, args []string) *handleReader {
+	h := &handleReader{items: make(chan settleItem, settleGather), readErr: make(chan error, 1),
+		waiting: make(chan struct{}, 1)}
+	go h.run(ctx, in, args)
+	return h
+}
+
+func (h *handleReader) run(ctx context.Context, in io.Reader, args []string) {
+	defer close(h.items)
+	for i, a := range args {
+		if a != "-" {
+			h.items <- settleItem{handle: a}
+			continue
+		}
+		h.mu.Lock()
+		h.later = args[i+1:]
+		h.mu.Unlock()
+		r := bufio.NewReaderSize(in, 64<<10)
+		for lineNo := 1; ; lineNo++ {
+			whole := lineBuffered(r)
+			if ctx.Err() != nil && !whole {
+				// Stop reading stdin; handles given as arguments still count.
+				h.mu.Lock()
+				h.early = true
+				h.mu.Unlock()
+				break
+			}
+			h.setReading(!whole)
+			line, n, err := readLine(r, 1<<20)
+			h.setReading(false)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				h.readErr <- err
+				return
+			}
+			h.mu.Lock()
+			h.lines = lineNo
+			h.mu.Unlock()
+			it := settleItem{where: fmt.Sprintf("line %d", lineNo)}
+			if n > 1<<20 {
+				it.err = fmt.Errorf("over %s, not a handle", formatBytes(1<<20))
+			} else {
+				hd, ok, err := parseHandleLine(line)
+				if !ok {
+					continue
+				}
+				it.handle, it.err = hd, err
+			}
+			// No stop here: after one, whoever stopped takes what is sent (leftovers).
+			h.items <- it
+		}
+	}
+	h.readErr <- nil
+}
+
+func (h *handleReader) setReading(on bool) {
+	h.mu.Lock()
+	h.reading = on
+	h.mu.Unlock()
+	if on {
+		select {
+		case h.waiting <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// leftovers is for after ctx ended: every item read and not taken yet, and the
+// number of the last stdin line taken when input was left unread (0 when all of it
+// was read, or stdin was not read at all).
+func (h *handleReader) leftovers() (rest []settleItem, unreadAfter int, unread bool) {
+	for {
+		select {
+		case it, ok := <-h.items:
+			if !ok {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				return rest, h.lines, h.early
+			}
+			rest = append(rest, it)
+			continue
+		case <-h.waiting:
+		}
+		h.mu.Lock()
+		reading, lines, later := h.reading, h.lines, h.later
+		h.mu.Unlock()
+		if !reading {
+			continue
+		}
+		// Blocked on stdin: every whole line it took was sent before it began, and
+		// the arguments after "-" will not be.
+		for _, a := range later {
+			rest = append(rest, settleItem{handle: a})
+		}
+		for {
 			select {
-			case items <- it:
-				return true
-			case <-ctx.Done():
-				return false
+			case it, ok := <-h.items:
+				if ok {
+					rest = append(rest, it)
+					continue
+				}
+			default:
 			}
+			return rest, lines, true
 		}
-		for _, a := range args {
-			if a != "-" {
-				if !put(settleItem{handle: a}) {
-					readErr <- nil
-					return
-				}
-				continue
-			}
-			r := bufio.NewReaderSize(in, 64<<10)
-			for lineNo := 1; ; lineNo++ {
-				line, n, err := readLine(r, 1<<20)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					readErr <- err
-					return
-				}
-				it := settleItem{where: fmt.Sprintf("line %d", lineNo)}
-				if n > 1<<20 {
-					it.err = fmt.Errorf("over %s, not a handle", formatBytes(1<<20))
-				} else {
-					h, ok, err := parseHandleLine(line)
-					if !ok {
-						continue
-					}
-					it.handle, it.err = h, err
-				}
-				if !put(it) {
-					readErr <- nil
-					return
-				}
-			}
-		}
-		readErr <- nil
-	}()
-	return items, readErr
+	}
+}
+
+// lineBuffered reports whether r holds a whole line, so that reading it does not
+// read stdin.
+func lineBuffered(r *bufio.Reader) bool {
+	b, _ := r.Peek(r.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // gather takes the next items: it waits for one, then takes what follows within
@@ -240,44 +354,57 @@ func settleRun(f *Factory, opts *settleOptions) error {
 	if err != nil {
 		return err
 	}
+	// The first signal stops at once: in-flight requests and retries are cut, and
+	// every handle not confirmed is listed so that it can be sent again.
 	ctx, cancel := f.Context()
 	defer cancel()
-	items, readErr := settleItems(ctx, f.IO.In, opts.Handles)
+	rd := newHandleReader(ctx, f.IO.In, opts.Handles)
 
 	var total, gone, failed int
+	var unconfirmed []pendingSettle
+	var unsent []settleItem // gathered when the signal came
 	outClosed := false
-	for {
-		batch, ok := gather(ctx, items)
+	report := func(it settleItem) bool {
+		total++
+		if it.err != nil {
+			failed++
+			fmt.Fprintf(f.IO.ErrOut, "narad: %s: %v\n", it.where, it.err)
+			return false
+		}
+		return true
+	}
+	for ctx.Err() == nil {
+		batch, ok := gather(ctx, rd.items)
 		if !ok {
 			break
 		}
 		var handles []string
 		for _, it := range batch {
-			total++
-			if it.err != nil {
-				failed++
-				fmt.Fprintf(f.IO.ErrOut, "narad: %s: %v\n", it.where, it.err)
+			if ctx.Err() != nil {
+				unsent = append(unsent, it)
 				continue
 			}
-			handles = append(handles, it.handle)
+			if report(it) {
+				handles = append(handles, it.handle)
+			}
 		}
 		if len(handles) == 0 {
 			continue
 		}
 		results, err := c.Settle(ctx, opts.Topic, opts.Action, handles)
-		if ctx.Err() != nil {
-			return exitWith(ExitFailed, nil) // a signal: the exit code says it
-		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			return apiFatal(f, c, err, opts.Topic)
 		}
 		for _, r := range results {
-			switch r.Status {
-			case http.StatusNoContent:
-			case http.StatusGone:
+			switch {
+			case r.Status == http.StatusNoContent:
+			case r.Status == http.StatusGone:
 				gone++
 			default:
 				failed++
+			}
+			if r.Unconfirmed() {
+				unconfirmed = append(unconfirmed, pendingSettle{opts.Name, r.Handle})
 			}
 			if opts.Output == "json" {
 				if outClosed {
@@ -291,15 +418,29 @@ func settleRun(f *Factory, opts *settleOptions) error {
 				}
 				continue
 			}
+			if ctx.Err() != nil && r.Unconfirmed() {
+				continue // cut by the signal: the list below says it
+			}
 			if line := settleFailureLine(opts.Name, r); line != "" {
 				fmt.Fprintln(f.IO.ErrOut, line)
 			}
 		}
 	}
 	if ctx.Err() != nil {
-		return exitWith(ExitFailed, nil)
+		rest, after, unread := rd.leftovers()
+		for _, it := range append(unsent, rest...) {
+			if report(it) {
+				unconfirmed = append(unconfirmed, pendingSettle{opts.Name, it.handle})
+			}
+		}
+		writeUnconfirmed(f, opts.Topic, unconfirmed)
+		if unread {
+			fmt.Fprintf(f.IO.ErrOut, "narad: stopped reading stdin after line %d\n", after)
+		}
+		return exitWith(ExitFailed, nil) // a signal: the exit code says it
 	}
-	if err := <-readErr; err != nil {
+	writeUnconfirmed(f, opts.Topic, unconfirmed)
+	if err := <-rd.readErr; err != nil {
 		return exitWith(ExitFailed, fmt.Errorf("cannot read stdin: %v (handles read before it were settled)", err))
 	}
 	switch {
@@ -311,6 +452,93 @@ func settleRun(f *Factory, opts *settleOptions) error {
 		return exitWith(ExitLeaseGone, nil)
 	}
 	return nil
+}
+
+// pendingSettle is a settlement to send again: the command (ack, extend, nack) and
+// the handle.
+type pendingSettle struct {
+	action, handle string
+}
+
+// writeUnconfirmed lists settlements that never got a final answer (they may or may
+// not have happened; sending them again is safe) as shell input that sends them
+// again when pasted: one `narad ACTION TOPIC -` here-document per action, its
+// delimiter quoted so that the shell takes the handles verbatim. A paste of the block
+// works whatever the number of handles, and the handles stay one a line for a script.
+func writeUnconfirmed(f *Factory, topic string, ps []pendingSettle) {
+	if len(ps) == 0 {
+		return
+	}
+	var order []string
+	by := map[string][]string{}
+	for _, p := range ps {
+		if _, ok := by[p.action]; !ok {
+			order = append(order, p.action)
+		}
+		by[p.action] = append(by[p.action], render.Escape(p.handle))
+	}
+	var counts []string
+	for _, a := range order {
+		counts = append(counts, countOf(int64(len(by[a])), a, a+"s"))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "narad: %s not confirmed by the node; to send again, paste:\n", strings.Join(counts, " and "))
+	prefix := "narad"
+	if f.global.server != "" {
+		if conn, err := f.Connection(); err == nil {
+			prefix += " --server " + shellWord(config.RedactURL(conn.Server))
+		}
+	}
+	if f.global.context != "" {
+		prefix += " --context " + shellWord(f.global.context)
+	}
+	for _, a := range order {
+		hs := by[a]
+		eof := "EOF"
+		for slices.Contains(hs, eof) {
+			eof += "_"
+		}
+		t := topic
+		if strings.HasPrefix(t, "-") {
+			t = "-- " + t
+		}
+		fmt.Fprintf(&b, "%s %s %s - <<'%s'\n%s\n%s\n", prefix, a, t, eof, strings.Join(hs, "\n"), eof)
+	}
+	io.WriteString(f.IO.ErrOut, b.String())
+}
+
+// writeRunLeftovers says what a sub run could not finish: each settlement that never
+// got a final answer, as lines that send it again, and a consume cut in flight.
+func writeRunLeftovers(f *Factory, topic string, res consumer.Result) {
+	ps := make([]pendingSettle, len(res.Unconfirmed))
+	for i, u := range res.Unconfirmed {
+		ps[i] = pendingSettle{u.Action.String(), u.Handle}
+	}
+	writeUnconfirmed(f, topic, ps)
+	if res.AnswerLost {
+		fmt.Fprintln(f.IO.ErrOut, "narad: a consume was cut while the node may have been answering it; "+
+			"messages it leased, if any, come back when their lease runs out")
+	}
+}
+
+// nodeNotices are the lines a long-running sub writes when the node it reached
+// stops answering, and when it is back.
+func nodeNotices(f *Factory, c *client.Client) (lost func(error), back func()) {
+	lost = func(err error) {
+		why := strings.TrimPrefix(describeErr(err), "consume: ")
+		fmt.Fprintf(f.IO.ErrOut, "narad: lost node %s: %s; retrying\n", render.Escape(c.BaseURL()), render.Escape(why))
+	}
+	back = func() { fmt.Fprintln(f.IO.ErrOut, "narad: node is back") }
+	return lost, back
+}
+
+// shellWord is s as one shell word: as is when it holds nothing a shell treats
+// specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // requestPrefix is the method and URL a transport error starts with; the handle

@@ -272,3 +272,76 @@ func TestGather(t *testing.T) {
 		t.Errorf("gathered %d (%v), %d (%v), end %v; want %d, 5, then the end", len(b1), ok1, len(b2), ok2, ok3, settleGather)
 	}
 }
+
+// The unconfirmed settlements are shell input that sends them again: a here-document
+// per action whose delimiter no handle can end early, the handles verbatim.
+func TestWriteUnconfirmedPastesCleanly(t *testing.T) {
+	ios, _, _, errOut := iostreams.Test()
+	f := &Factory{IO: ios}
+	writeUnconfirmed(f, "orders", []pendingSettle{{"ack", "4:0:1"}, {"nack", "4:0:2"}, {"ack", "EOF"}})
+	want := "narad: 2 acks and 1 nack not confirmed by the node; to send again, paste:\n" +
+		"narad ack orders - <<'EOF_'\n4:0:1\nEOF\nEOF_\n" +
+		"narad nack orders - <<'EOF'\n4:0:2\nEOF\n"
+	if got := errOut.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	errOut.Reset()
+	writeUnconfirmed(f, "orders", nil)
+	if errOut.Len() != 0 {
+		t.Errorf("nothing to list printed %q", errOut.String())
+	}
+	for in, want := range map[string]string{"http://127.0.0.1:7942": "http://127.0.0.1:7942", "a b": "'a b'", "it's": `'it'\''s'`, "": "''"} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// After a stop the reader hands over every whole line it took from stdin and says
+// after which line it stopped; it starts no new read of stdin.
+func TestHandleReaderLeftoversAfterAStop(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	rd := newHandleReader(ctx, pr, []string{"-", "arg-1"})
+	go io.WriteString(pw, "h1\n\nh2\nh3\n")
+	var got []string
+	for len(got) < 3 {
+		it := <-rd.items
+		got = append(got, it.handle)
+	}
+	cancel()
+	// The reader is blocked reading stdin now (or about to be): a line written now is
+	// not taken.
+	rest, after, unread := rd.leftovers()
+	var hs []string
+	for _, it := range rest {
+		hs = append(hs, it.handle)
+	}
+	if !slices.Equal(got, []string{"h1", "h2", "h3"}) || after != 4 || !unread {
+		t.Errorf("read %v, stopped after line %d (unread %v); want h1..h3, after line 4", got, after, unread)
+	}
+	if !slices.Equal(hs, []string{"arg-1"}) {
+		t.Errorf("leftovers %v, want the argument after -, never sent", hs)
+	}
+
+	// Lines read and not taken yet are handed over.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	rd2 := newHandleReader(ctx2, strings.NewReader("a\nb\nc"), []string{"-"})
+	if it := <-rd2.items; it.handle != "a" {
+		t.Fatalf("first %q", it.handle)
+	}
+	cancel2()
+	rest2, after2, unread2 := rd2.leftovers()
+	var hs2 []string
+	for _, it := range rest2 {
+		hs2 = append(hs2, it.handle)
+	}
+	// "c" has no newline: unless the reader saw the end of input before the stop, it
+	// is not a whole line, and the resume point is the line it starts.
+	allRead := slices.Equal(hs2, []string{"b", "c"}) && after2 == 3
+	resume := slices.Equal(hs2, []string{"b"}) && unread2 && after2 == 2
+	if !allRead && !resume {
+		t.Errorf("leftovers %v after line %d unread %v, want b and c, all read; or b, stopped after line 2", hs2, after2, unread2)
+	}
+}

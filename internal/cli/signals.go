@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Signals turns SIGINT/SIGTERM into two stages: the first closes Soft (stop taking
@@ -83,6 +84,32 @@ func (s *Signals) Notify() (stop func()) {
 		signal.Stop(ch)
 		close(done)
 	}
+}
+
+// SoftThen is closed d after the first signal, or at the second, whichever comes
+// first; done releases it when neither is coming any more.
+func (s *Signals) SoftThen(d time.Duration, done <-chan struct{}) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		select {
+		case <-s.Soft:
+		case <-s.Hard.Done():
+			close(ch)
+			return
+		case <-done:
+			return
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			close(ch)
+		case <-s.Hard.Done():
+			close(ch)
+		case <-done:
+		}
+	}()
+	return ch
 }
 
 // softContext is cancelled at the first signal.

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkStart is what one short command costs after the process started: the
-// command tree, flag parsing and the command itself (see bench/run.go for the
+// command tree, flag parsing and the command itself (see bench/run for the
 // process as a whole).
 func BenchmarkStart(b *testing.B) {
 	for _, args := range [][]string{{"version"}, {"sub", "--help"}} {

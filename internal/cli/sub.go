@@ -61,10 +61,18 @@ func newSubCmd(f *Factory) *cobra.Command {
 			"consumer that competes with the others on the topic. --peek watches without taking.\n\n" +
 			"With -- COMMAND, run the command once per message (payload on stdin, NARAD_* in the\n" +
 			"environment), extend the lease while it runs, ack on success and nack on failure." + execHelp,
-		Example: "  narad sub orders\n" +
-			"  narad sub orders --count 10 --timeout 30s -o json\n" +
-			"  narad sub orders --peek\n" +
-			"  narad sub orders -j 4 -- ./handle-order.sh",
+		Example: "  # Print and ack messages as they come (Ctrl-C to stop)\n" +
+			"  narad sub orders\n\n" +
+			"  # CI smoke check: exit 0 once a message arrived, 3 if none came within 30s\n" +
+			"  narad sub orders --count 1 --timeout 30s\n\n" +
+			"  # Payloads to jq, one JSON document a line\n" +
+			"  narad sub orders -o json | jq -r '.payload.order_id'\n\n" +
+			"  # Watch without taking anything, from the oldest message kept\n" +
+			"  narad sub orders --peek --from-beginning\n\n" +
+			"  # A worker: four commands at once, each message acked when its command exits 0\n" +
+			"  narad sub orders -j 4 -- ./handle-order.sh\n\n" +
+			"  # The same worker under systemd (a unit's ExecStart=); SIGTERM lets running commands finish\n" +
+			"  ExecStart=/usr/local/bin/narad sub orders -j 4 --shutdown-grace 60s -- /opt/shop/handle-order",
 		Args: minArgs(1, "a topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
@@ -87,13 +95,13 @@ func newSubCmd(f *Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.partition, "partition", -1, "consume from this partition only")
-	fl.DurationVar(&opts.wait, "wait", 10*time.Second, "long-poll per request")
+	fl.DurationVar(&opts.wait, "wait", 10*time.Second, "long-poll per request (in polls of at most 1s, so a signal never cuts an answer)")
 	fl.IntVar(&opts.max, "max", 100, "messages per request, 1..100")
 	fl.IntVar(&opts.count, "count", 0, "stop after N messages")
 	fl.DurationVar(&opts.timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
-	fl.BoolVar(&opts.drain, "drain", false, "stop at the first consume that finds nothing ready")
+	fl.BoolVar(&opts.drain, "drain", false, "stop once the node has nothing ready for this consumer")
 	fl.BoolVar(&opts.noAck, "no-ack", false, "print and leave the leases to lapse")
-	fl.StringVar(&opts.stats, "stats", "", "print counters on stderr at the end: text or json (default: text on a terminal)")
+	fl.StringVar(&opts.stats, "stats", "", "print counters on stderr at the end: text (a table) or json (default: one line on a terminal)")
 	fl.Lookup("stats").NoOptDefVal = "text"
 	fl.BoolVar(&opts.peek, "peek", false, "watch without taking anything (replay reads from the tail)")
 	fl.BoolVar(&opts.fromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
@@ -252,11 +260,29 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	if cmd.Flags().Changed("partition") {
 		co.Partition = &opts.partition
 	}
+	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
+	if opts.command != nil {
+		// Settlements still retrying when the grace for running commands ends are
+		// given up then, as at a second signal.
+		ran := make(chan struct{})
+		defer close(ran)
+		co.Abandon = f.Signals.SoftThen(opts.shutdownGrace, ran)
+	}
 
 	var h consumer.Handler
 	var sup *supervisor.Supervisor
 	if opts.command == nil {
-		h = consumer.NewPrinter(f.IO.Out, r)
+		p := consumer.NewPrinter(f.IO.Out, r)
+		p.AsksFor(opts.max)
+		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {
+			t, err := c.Topic(ctx, opts.topic)
+			if err != nil {
+				return 0, err
+			}
+			return time.Duration(t.VisibilityTimeoutMs) * time.Millisecond, nil
+		})
+		h = p
+		announceSub(f, c, opts.topic, p.AcksWhenRead(), opts.noAck)
 	} else {
 		if sup, err = newSupervisor(f, c, opts); err != nil {
 			return err
@@ -269,7 +295,8 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 		defer announceStop(f, sup)()
 	}
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
-	printStats(f, opts.stats, res.Stats)
+	printStats(f, opts.stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
+	writeRunLeftovers(f, opts.topic, res)
 	if err != nil && res.Reason == consumer.StopFailed {
 		return apiFatal(f, c, err, opts.topic)
 	}
@@ -418,23 +445,6 @@ Counters (--stats):
   bugs           second settlements of one message, refused
   dead_lettered  messages produced to --dead-letter, then acked`
 
-// printStats writes the counters on stderr: asked for, or on a terminal.
-func printStats(f *Factory, mode string, s consumer.Stats) {
-	if mode == "" && !f.IO.IsStderrTTY() {
-		return
-	}
-	if mode == "json" {
-		_ = s.WriteJSON(f.IO.ErrOut)
-		return
-	}
-	var headers, row []string
-	for _, p := range s.Pairs() {
-		headers = append(headers, p.Name)
-		row = append(row, strconv.FormatInt(p.Value, 10))
-	}
-	_ = render.Table(f.IO.ErrOut, f.IO.ColorEnabledStderr(), headers, [][]string{row})
-}
-
 // peekRun watches a topic by replay reads from each partition's tail: nothing is
 // reserved, so it never competes with the real consumers.
 func peekRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
@@ -447,6 +457,12 @@ func peekRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 		ro.Start = replay.FromOldest
 	case cmd.Flags().Changed("offset"):
 		ro.Start, ro.Offset = replay.FromOffset, opts.offset
+	}
+	if _, err := opts.out.renderer(f, cmd); err != nil {
+		return err // before saying what it would do
+	}
+	if c, err := f.Client(); err == nil {
+		announce(f, "watching %s on %s: takes nothing, acks nothing", opts.topic, c.BaseURL())
 	}
 	return runReplay(f, cmd, &opts.out, ro, opts.timeout)
 }

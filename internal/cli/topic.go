@@ -21,7 +21,13 @@ func newTopicCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
 		Short: "List, inspect, create, edit and delete topics; manage fan-out children",
-		Args:  exactArgs(0, "a subcommand: "+topicSubcommands),
+		Example: "  narad topic ls\n" +
+			"  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n" +
+			"  narad topic info orders\n" +
+			"  narad topic edit orders --partitions 24\n" +
+			"  narad topic attach orders orders-audit\n" +
+			"  narad topic delete orders-old --yes",
+		Args: exactArgs(0, "a subcommand: "+topicSubcommands),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageErrorf("narad topic needs a subcommand: %s (see narad topic --help)", topicSubcommands)
 		},
@@ -81,6 +87,9 @@ func topicLsCmd(f *Factory, run func(*Factory, *topicLsOptions) error) *cobra.Co
 		Short:   "List topics",
 		Long: "List topics: name, partitions, visibility timeout and retention.\n" +
 			"With -o json: {\"topics\":[...]} holding the node's topic objects.",
+		Example: "  narad topic ls\n\n" +
+			"  # Names only, for a script\n" +
+			"  narad topic ls -o json | jq -r '.topics[].name'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
@@ -139,6 +148,9 @@ func topicInfoCmd(f *Factory, run func(*Factory, *topicInfoOptions) error) *cobr
 		Long: "Show a topic's settings and a table of its partitions: the oldest retained offset,\n" +
 			"the next offset to be handed out, the high watermark and the bytes retained.\n" +
 			"With -o json: the node's topic object, partition_stats included.",
+		Example: "  narad topic info orders\n\n" +
+			"  # The tail of each partition, for a script\n" +
+			"  narad topic info orders -o json | jq -c '.partition_stats[] | {index, high_watermark}'",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
@@ -250,9 +262,12 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 		Long: "Create a topic. Settings not given are the node's defaults.\n" +
 			"Durations are Go durations with a d for days allowed: 500ms, 30s, 1h30m, 7d.\n" +
 			"With -o json: the created topic as the node describes it.",
-		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n" +
-			"  narad topic create orders-audit --parent orders            # a copy of every new order\n" +
-			"  narad topic create orders-later --parent orders --delay 5m # each copy 5 minutes late",
+		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n\n" +
+			"  # A scratch topic for one CI run, with the node's defaults\n" +
+			"  narad topic create \"ci-$BUILD_ID\"\n\n" +
+			"  # Fan-out: a copy of every new order, or each copy 5 minutes late\n" +
+			"  narad topic create orders-audit --parent orders\n" +
+			"  narad topic create orders-later --parent orders --delay 5m",
 		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
@@ -447,6 +462,10 @@ func topicDeleteCmd(f *Factory, run func(*Factory, *topicDeleteOptions) error) *
 		Long: "Delete a topic and all its messages. On a terminal it asks you to type the topic's\n" +
 			"name; elsewhere (scripts, pipes) it refuses unless --yes is given.\n" +
 			"With -o json: {\"name\":TOPIC,\"deleted\":true} on stdout.",
+		Example: "  # On a terminal it asks you to type the name\n" +
+			"  narad topic delete orders-old\n\n" +
+			"  # At the end of a CI run\n" +
+			"  narad topic delete \"ci-$BUILD_ID\" --yes",
 		Aliases: []string{"rm"},
 		Args:    exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {

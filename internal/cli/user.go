@@ -27,6 +27,9 @@ func newUserCmd(f *Factory) *cobra.Command {
 			"ending in * (orders-*). A consume grant covers ack, extend and nack.\n" +
 			"Passwords are read without echo on a terminal, or from the first line of stdin with\n" +
 			"--password-stdin; never from the command line.",
+		Example: "  narad user add billing --grant consume:orders* --grant produce:invoices\n" +
+			"  narad user ls\n" +
+			"  narad user grant billing --grant consume:orders*,refunds",
 		Args: exactArgs(0, "a subcommand: "+userSubcommands),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageErrorf("narad user needs a subcommand: %s (see narad user --help)", userSubcommands)
@@ -275,7 +278,8 @@ func userLsCmd(f *Factory, run func(*Factory, *UserLsOptions) error) *cobra.Comm
 		Short:   "List users and their grants",
 		Long: "List users: name, grants, and whether the user is the root admin.\n" +
 			"With -o json: {\"users\":[{\"username\",\"grants\":[{\"action\",\"patterns\"}],\"root\",\"created_at_ms\",\"updated_at_ms\"}]}.",
-		Args: exactArgs(0, "no arguments"),
+		Example: "  narad user ls\n  narad user ls -o json | jq -r '.users[] | select(any(.grants[]; .action == \"admin\")) | .username'",
+		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -328,10 +332,11 @@ type UserShowOptions struct {
 func userShowCmd(f *Factory, run func(*Factory, *UserShowOptions) error) *cobra.Command {
 	opts := &UserShowOptions{}
 	cmd := &cobra.Command{
-		Use:   "show NAME",
-		Short: "Show a user's grants",
-		Long:  "Show a user's grants and when it was created and last changed.\nWith -o json: the user as the node describes it.",
-		Args:  exactArgs(1, "one user name"),
+		Use:     "show NAME",
+		Short:   "Show a user's grants",
+		Long:    "Show a user's grants and when it was created and last changed.\nWith -o json: the user as the node describes it.",
+		Example: "  narad user show billing",
+		Args:    exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if err := checkTextJSON(opts.Output); err != nil {
@@ -510,7 +515,8 @@ func userRmCmd(f *Factory, run func(*Factory, *UserRmOptions) error) *cobra.Comm
 		Long: "Remove a user. On a terminal it asks you to type the name; elsewhere it refuses\n" +
 			"unless --yes is given. The root admin and yourself cannot be removed.\n" +
 			"With -o json: {\"username\":NAME,\"deleted\":true} on stdout.",
-		Args: exactArgs(1, "one user name"),
+		Example: "  narad user rm old-ci-bot        # asks you to type the name\n  narad user rm old-ci-bot --yes  # in a script",
+		Args:    exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if err := checkTextJSON(opts.Output); err != nil {

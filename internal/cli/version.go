@@ -57,6 +57,11 @@ func buildInfo() versionInfo {
 
 func versionString() string { return buildInfo().Version }
 
+// versionLine is what both `narad version` and `narad --version` print.
+func versionLine(v versionInfo) string {
+	return fmt.Sprintf("narad %s (commit %s, built %s, %s)", v.Version, v.Commit, v.Date, v.GoVersion)
+}
+
 type versionOptions struct {
 	output string
 }
@@ -66,7 +71,10 @@ func newVersionCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print version, commit, build date and Go version",
-		Args:  exactArgs(0, "no arguments"),
+		Example: "  narad version\n" +
+			"  narad --version\n" +
+			"  narad version -o json | jq -r .version",
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return versionRun(f, opts)
 		},
@@ -81,7 +89,7 @@ func versionRun(f *Factory, opts *versionOptions) error {
 	case "json":
 		return printJSON(f.IO.Out, v)
 	case "text", "":
-		_, err := fmt.Fprintf(f.IO.Out, "narad %s (commit %s, built %s, %s)\n", v.Version, v.Commit, v.Date, v.GoVersion)
+		_, err := fmt.Fprintln(f.IO.Out, versionLine(v))
 		return outputDone(err)
 	}
 	return usageErrorf("invalid --output %q (text or json)", opts.output)

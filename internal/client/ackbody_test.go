@@ -8,23 +8,32 @@ import (
 	"testing"
 )
 
-// The batch ack body is what json.Marshal would write, whatever the handles hold.
-func TestAckBodyIsJSONMarshal(t *testing.T) {
-	hs := []string{"4:0:3327358780392153864", `q"uote`, `back\slash`, "<tag>&amp;", "tab\there", "é", "\xff\xfe", "", "\u2028"}
+// The batch ack body carries every handle as it is, whatever the handle holds, and
+// is exactly as long as chunks counts it.
+func TestAckBodyCarriesTheHandles(t *testing.T) {
+	hs := []string{"4:0:3327358780392153864", `q"uote`, `back\slash`, "<tag>&amp;", "tab\there\nand\r", "\x01\x1f", "é", "", "\u2028"}
 	s := &settler{res: make([]SettleResult, len(hs))}
 	idx := make([]int, len(hs))
 	for i, h := range hs {
 		s.res[i].Handle = h
 		idx[i] = i
-		if n, enc := jsonStringLen(h), mustMarshal(t, h); n != len(enc) {
-			t.Errorf("jsonStringLen(%q) = %d, json.Marshal writes %d bytes", h, n, len(enc))
+		if n, enc := handleJSONLen(h), appendHandleJSON(nil, h); n != len(enc) {
+			t.Errorf("handleJSONLen(%q) = %d, appendHandleJSON writes %d bytes", h, n, len(enc))
 		}
 	}
-	want := mustMarshal(t, struct {
+	body := s.ackBody(idx)
+	var got struct {
 		ReceiptHandles []string `json:"receipt_handles"`
-	}{hs})
-	if got := s.ackBody(idx); string(got) != string(want) {
-		t.Errorf("ackBody\n%s\nwant\n%s", got, want)
+	}
+	if err := json.Unmarshal(body, &got); err != nil || !slices.Equal(got.ReceiptHandles, hs) {
+		t.Errorf("body %s reads %q, %v; want %q", body, got.ReceiptHandles, err, hs)
+	}
+	// Bytes that are not UTF-8 go as json.Marshal writes them.
+	if got, want := appendHandleJSON(nil, "\xff\xfe"), mustMarshal(t, "\xff\xfe"); string(got) != string(want) {
+		t.Errorf("invalid UTF-8 written %s, want %s", got, want)
+	}
+	if n := handleJSONLen("\xff\xfe"); n != len(mustMarshal(t, "\xff\xfe")) {
+		t.Errorf("handleJSONLen of invalid UTF-8 = %d", n)
 	}
 }
 

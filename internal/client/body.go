@@ -22,6 +22,9 @@ func readBody(resp *http.Response) ([]byte, error) {
 	if n := resp.ContentLength; n >= 0 && n <= maxBody {
 		b := make([]byte, n)
 		read, err := io.ReadFull(resp.Body, b)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // nothing at all of what was announced
+		}
 		return b[:read], err
 	}
 	buf := bodyBuffers.Get().(*bytes.Buffer)

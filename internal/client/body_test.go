@@ -23,6 +23,7 @@ func TestReadBody(t *testing.T) {
 		{"empty", 0, "", false},
 		{"empty chunked", -1, "", false},
 		{"shorter than its length", 10, "01234", true},
+		{"nothing of its length", 10, "", true},
 	} {
 		got, err := readBody(&http.Response{ContentLength: c.length, Body: io.NopCloser(strings.NewReader(c.body))})
 		if (err != nil) != c.err || string(got) != c.body {

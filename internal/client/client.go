@@ -54,8 +54,8 @@ type Client struct {
 	user, pass string
 	hasAuth    bool
 	ua, name   string
-	timeout    time.Duration
 	retry      RetryPolicy
+	timeout    time.Duration // of a request that does not long-poll
 	http       *http.Client
 	hooks      hooks
 
@@ -63,6 +63,7 @@ type Client struct {
 	// answers a batch ack with 400 "receipt_handle required" and ignores max on consume.
 	legacySettle  atomic.Bool
 	legacyConsume atomic.Bool
+	legacyProduce atomic.Bool // the router answered produce/batch 404
 }
 
 const (
@@ -122,6 +123,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.hooks, err = newHooks(cfg.Hooks); err != nil {
 		return nil, err
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
 	}
 	if u.User != nil && !c.hasAuth {
 		c.user = u.User.Username()
@@ -223,7 +227,12 @@ type response struct {
 
 func (r *response) err(op Op) *Error {
 	_, isJSON := jsonError(r.body)
-	return &Error{Op: op, Status: r.status, Message: errorText(r.body), Plain: !isJSON}
+	msg := errorText(r.body)
+	if loc := r.header.Get("Location"); r.status/100 == 3 && loc != "" {
+		// Redirects are not followed (see refuseRedirect): where it points is the news.
+		msg = "redirect to " + oneLine(redactURL(loc))
+	}
+	return &Error{Op: op, Status: r.status, Message: msg, Plain: !isJSON}
 }
 
 // send makes one attempt. A transport error comes back wrapped with the op; it is
@@ -273,11 +282,17 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 
 	start := time.Now()
 	resp, err := c.http.Do(req)
+	if errors.Is(err, io.EOF) {
+		err = &cutError{what: "the node closed the connection without answering", err: err}
+	}
 	var out *response
 	if err == nil {
 		var b []byte
 		b, err = readBody(resp)
 		resp.Body.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = &cutError{what: "the node's answer was cut short", err: err}
+		}
 		if err == nil && len(b) > maxBody {
 			err = errBodyTooLarge
 		}
@@ -306,6 +321,16 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	}
 	return nil, fmt.Errorf("%s: %w", r.op, err)
 }
+
+// cutError is a connection that ended before the answer did: a bare "EOF" tells a
+// user nothing.
+type cutError struct {
+	what string
+	err  error
+}
+
+func (e *cutError) Error() string { return e.what }
+func (e *cutError) Unwrap() error { return e.err }
 
 // TimeoutError is a request that got no answer within the client's own timeout
 // for it. Sent tells whether the request went out: then the node accepted the

@@ -16,7 +16,9 @@ import (
 // 100, the API's limit; a larger Max asks for 100). A 204
 // (nothing arrived within Wait) is an empty result, not an error. 429, 502, 503 and
 // 421 are retried with backoff for as long as ctx allows; a connection error is
-// retried a few times; anything else comes back as *Error.
+// retried a few times (then IsUnreachable reports it); anything else comes back as
+// *Error. Closing o.Stop ends it with ErrStopped between attempts; a ctx cancelled
+// while a request was in flight gives an error wrapping ErrAnswerLost.
 //
 // A node older than v3.1 ignores max and answers the single-message shape; that
 // answer is taken as a batch of one, and the hooks are told once (FallbackConsumeSingle).
@@ -35,7 +37,7 @@ func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*
 		// asking for 100, not a 400.
 		q.Set("max", strconv.Itoa(min(o.Max, maxBatchHandles)))
 	}
-	resp, err := c.consumeRetrying(ctx, r)
+	resp, err := c.consumeRetrying(ctx, r, o.Stop)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func (c *Client) Replay(ctx context.Context, topic string, partition int, offset
 	q.Set("partition", strconv.Itoa(partition))
 	q.Set("offset", strconv.FormatInt(offset, 10))
 	r := &request{op: OpReplay, method: http.MethodGet, path: topicPath(topic, "/consume"), query: q}
-	resp, err := c.consumeRetrying(ctx, r)
+	resp, err := c.consumeRetrying(ctx, r, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -79,25 +81,59 @@ func (c *Client) Replay(ctx context.Context, topic string, partition int, offset
 	return &msgs[0], nil
 }
 
+var (
+	// ErrStopped is a consume ended by ConsumeOptions.Stop while no request was in
+	// flight: nothing can have been leased for it.
+	ErrStopped = errors.New("stopped")
+	// ErrAnswerLost marks a consume whose ctx ended while its request was in flight:
+	// the node may have leased messages for it, and those come back only when their
+	// lease runs out.
+	ErrAnswerLost = errors.New("cancelled while the node may have been answering")
+)
+
+// unreachableError is a consume that gave up after connection errors in a row.
+type unreachableError struct{ error }
+
+func (e unreachableError) Unwrap() error { return e.error }
+
+// IsUnreachable reports a consume that got no answer from the node after a few
+// attempts (refused, reset, timed out): a node that is down or restarting, or a wrong
+// address. A TLS verification failure is not one: it will not cure itself.
+func IsUnreachable(err error) bool {
+	var u unreachableError
+	return errors.As(err, &u)
+}
+
 // consumeRetrying sends r until it gets 200 or 204, backing off on the statuses that
 // ask for it. Anything else is an *Error at once: a 401 must never loop (a node locks
-// a user name out after 5 failed logins).
-func (c *Client) consumeRetrying(ctx context.Context, r *request) (*response, error) {
+// a user name out after 5 failed logins). Closing stop ends it before the next attempt.
+func (c *Client) consumeRetrying(ctx context.Context, r *request, stop <-chan struct{}) (*response, error) {
 	busy, down := 0, 0 // retries so far for a busy node, and connection errors in a row
 	// A node busy for longer than the retry budget is reported rather than waited on
 	// silently forever (sub --drain in CI must end); request time plus backoff asked
 	// for, as for settlements.
 	var spent time.Duration
 	for {
+		if isClosed(stop) {
+			return nil, fmt.Errorf("%s: %w", r.op, ErrStopped)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.op, err)
+		}
 		r.attempt++
 		start := time.Now()
 		resp, err := c.send(ctx, r)
 		spent += time.Since(start)
 		var n, maxAttempts int
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, fmt.Errorf("%w (%w)", err, ErrAnswerLost)
 		case err != nil:
-			if ctx.Err() != nil || !retryableTransport(err) || down+1 >= c.retry.ProduceAttempts {
+			if !retryableTransport(err) {
 				return nil, err
+			}
+			if down+1 >= c.retry.ProduceAttempts {
+				return nil, unreachableError{err}
 			}
 			down++
 			n, maxAttempts = down-1, r.attempt-down+c.retry.ProduceAttempts
@@ -116,9 +152,40 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request) (*response, er
 		d := c.retry.backoff(n)
 		spent += d
 		c.onRetry(retryEvent(r, resp, err), d, spent, maxAttempts)
-		if err := c.retry.Sleep(ctx, d); err != nil {
+		if err := c.sleepUnless(ctx, stop, d); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.op, err)
 		}
+	}
+}
+
+// sleepUnless is the policy's Sleep, cut short by ctx (its error) or by closing stop
+// (ErrStopped).
+func (c *Client) sleepUnless(ctx context.Context, stop <-chan struct{}, d time.Duration) error {
+	if stop == nil {
+		return c.retry.Sleep(ctx, d)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	err := c.retry.Sleep(sctx, d)
+	if err != nil && ctx.Err() == nil && isClosed(stop) {
+		return ErrStopped
+	}
+	return err
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -147,14 +214,18 @@ func decodeConsume(body []byte) (msgs []Message, batch bool, err error) {
 		if err2 := json.Unmarshal(fixed, &b); err2 != nil {
 			return nil, false, fmt.Errorf("bad JSON in answer: %w", err)
 		}
+		body = fixed
 	}
 	if b.Messages != nil {
+		keepPayloadSpace(body, *b.Messages, true)
 		return *b.Messages, true, nil
 	}
 	if b.Payload == nil && b.ReceiptHandle == "" && b.Topic == "" {
 		return nil, false, errors.New("answer holds neither a message nor messages")
 	}
-	return []Message{b.Message}, false, nil
+	msgs = []Message{b.Message}
+	keepPayloadSpace(body, msgs, false)
+	return msgs, false, nil
 }
 
 // Go-escape repair: an older node formatted some strings with Go's %q, which writes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -400,5 +401,98 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	}
 	if got := len(elsewhere.requests()); got != 0 {
 		t.Errorf("the redirect was followed: %d requests elsewhere", got)
+	}
+}
+
+// A consume gives up on connection errors as unreachable, which a caller can tell from
+// an answer (an *Error) and from a decoding failure.
+func TestConsumeUnreachableIsRecognisable(t *testing.T) {
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) { hangUp(t, w) })
+	c, _ := newClient(t, n.URL)
+	_, err := c.Consume(ctxT(t), "orders", ConsumeOptions{})
+	if !IsUnreachable(err) || errors.Is(err, ErrAnswerLost) {
+		t.Errorf("err %v: want unreachable", err)
+	}
+	n2 := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		writeJSON(w, 404, `{"error":"no such topic"}`)
+	})
+	c2, _ := newClient(t, n2.URL)
+	if _, err := c2.Consume(ctxT(t), "orders", ConsumeOptions{}); IsUnreachable(err) {
+		t.Errorf("a 404 reported as unreachable: %v", err)
+	}
+}
+
+// Closing Stop ends a consume that is backing off, at once and without another
+// request: nothing can have been leased for it.
+func TestConsumeStopEndsTheBackoff(t *testing.T) {
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		writeJSON(w, 503, `{"error":"starting"}`)
+	})
+	stop := make(chan struct{})
+	c, sl := newClient(t, n.URL)
+	sl.onCall = func(n int) {
+		if n == 3 {
+			close(stop)
+		}
+	}
+	_, err := c.Consume(ctxT(t), "orders", ConsumeOptions{Stop: stop})
+	if !errors.Is(err, ErrStopped) || errors.Is(err, ErrAnswerLost) {
+		t.Errorf("err %v, want ErrStopped", err)
+	}
+	if got := len(n.requests()); got != 3 {
+		t.Errorf("%d requests, want 3: none after the stop", got)
+	}
+	// Already closed: not even a first request.
+	if _, err := c.Consume(ctxT(t), "orders", ConsumeOptions{Stop: stop}); !errors.Is(err, ErrStopped) {
+		t.Errorf("err %v, want ErrStopped", err)
+	}
+	if got := len(n.requests()); got != 3 {
+		t.Errorf("%d requests, want still 3", got)
+	}
+}
+
+// Stop leaves a request in flight alone: its answer may hold leased messages. Only
+// ctx cuts it, and the error then says an answer may be lost.
+func TestConsumeStopLetsTheRequestInFlightFinish(t *testing.T) {
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		close(arrived)
+		<-release
+		writeJSON(w, 200, `{"messages":[{"topic":"orders","partition":0,"offset":7,"payload":"x","timestamp":1,"receipt_handle":"h7"}]}`)
+	})
+	stop := make(chan struct{})
+	c, _ := newClient(t, n.URL)
+	type result struct {
+		res *ConsumeResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.Consume(ctxT(t), "orders", ConsumeOptions{Max: 10, Stop: stop})
+		done <- result{res, err}
+	}()
+	<-arrived
+	close(stop)
+	close(release)
+	r := <-done
+	if r.err != nil || len(r.res.Messages) != 1 || r.res.Messages[0].ReceiptHandle != "h7" {
+		t.Fatalf("got %+v, %v: want the answer of the request in flight", r.res, r.err)
+	}
+
+	arrived2 := make(chan struct{})
+	n2 := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+		close(arrived2)
+		<-r.Context().Done()
+	})
+	c2, _ := newClient(t, n2.URL)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go func() {
+		<-arrived2
+		cancel()
+	}()
+	_, err := c2.Consume(ctx, "orders", ConsumeOptions{Max: 10})
+	if !errors.Is(err, ErrAnswerLost) || !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want ErrAnswerLost and context.Canceled", err)
 	}
 }

@@ -93,7 +93,7 @@ func oneLine(s string) string {
 		case unicode.IsControl(r):
 			continue
 		}
-		if space {
+		if space && b.Len() > 0 { // a dropped control character leaves no space in front
 			b.WriteByte(' ')
 			space = false
 		}

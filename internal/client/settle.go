@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -96,6 +97,14 @@ func (c *Client) Extend(ctx context.Context, topic, handle string) error {
 // Nack gives a message back at once, to be delivered again with a new handle.
 func (c *Client) Nack(ctx context.Context, topic, handle string) error {
 	return c.settleOne(ctx, topic, Nack, handle)
+}
+
+// Unconfirmed reports a result without a final answer (no answer at all, or a 502,
+// 503, 504 or 421 when the retries ran out or were abandoned): the settlement may or
+// may not have happened, and sending it again is safe (an ack that had landed
+// answers 410 the second time).
+func (r SettleResult) Unconfirmed() bool {
+	return r.Status == 0 || retryableStatus(r.Status)
 }
 
 func (c *Client) settleOne(ctx context.Context, topic string, a Action, handle string) error {
@@ -277,7 +286,7 @@ func (s *settler) chunks(pending []int) [][]int {
 	start := 0
 	size := overhead
 	for k, i := range pending {
-		n := jsonStringLen(s.res[i].Handle)
+		n := handleJSONLen(s.res[i].Handle)
 		if k > start {
 			n++ // the comma
 		}
@@ -387,12 +396,12 @@ func (s *settler) batch(ctx context.Context, idx []int) {
 }
 
 // ackBody is the batch ack body for the handles at idx: {"receipt_handles":[...]},
-// byte for byte what json.Marshal writes, in one allocation.
+// in one allocation.
 func (s *settler) ackBody(idx []int) []byte {
 	const head, tail = `{"receipt_handles":[`, `]}`
 	size := len(head) + len(tail)
 	for _, i := range idx {
-		size += jsonStringLen(s.res[i].Handle) + 1
+		size += handleJSONLen(s.res[i].Handle) + 1
 	}
 	body := make([]byte, 0, size)
 	body = append(body, head...)
@@ -400,41 +409,37 @@ func (s *settler) ackBody(idx []int) []byte {
 		if k > 0 {
 			body = append(body, ',')
 		}
-		body = appendJSONString(body, s.res[i].Handle)
+		body = appendHandleJSON(body, s.res[i].Handle)
 	}
 	return append(body, tail...)
 }
 
-// plainJSON reports whether json.Marshal writes s as s in quotes: printable ASCII
-// without the characters it escapes. Receipt handles ("4:0:3327358780392153864") are.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
+// appendHandleJSON appends a handle as a JSON string: valid UTF-8 (every handle a
+// node sends) as appendJSONString writes it, anything else as json.Marshal does.
+func appendHandleJSON(dst []byte, h string) []byte {
+	if utf8.ValidString(h) {
+		return appendJSONString(dst, h)
+	}
+	enc, _ := json.Marshal(h)
+	return append(dst, enc...)
+}
+
+// handleJSONLen is the length appendHandleJSON writes, without writing it.
+func handleJSONLen(h string) int {
+	if !utf8.ValidString(h) {
+		enc, _ := json.Marshal(h)
+		return len(enc)
+	}
+	n := len(h) + 2
+	for i := 0; i < len(h); i++ {
+		switch c := h[i]; {
+		case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
+			n++
+		case c < 0x20:
+			n += 5 // \u00XX
 		}
 	}
-	return true
-}
-
-// jsonStringLen is the length of s as json.Marshal writes it.
-func jsonStringLen(s string) int {
-	if plainJSON(s) {
-		return len(s) + 2
-	}
-	enc, _ := json.Marshal(s)
-	return len(enc)
-}
-
-// appendJSONString appends s as json.Marshal writes it.
-func appendJSONString(dst []byte, s string) []byte {
-	if plainJSON(s) {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	enc, _ := json.Marshal(s)
-	return append(dst, enc...)
+	return n
 }
 
 func (s *settler) refuseBatch(idx []int) {

@@ -31,6 +31,9 @@ type ConsumeOptions struct {
 	// Max > 0 asks for a batch of up to Max (1..100) messages; 0 asks for the
 	// single-message shape.
 	Max int
+	// Stop, when closed, ends the consume without another attempt; a request already
+	// sent is left to finish, since the node may have leased messages for it.
+	Stop <-chan struct{}
 }
 
 // ConsumeResult is what one consume answered. Messages is empty on 204.

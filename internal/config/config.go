@@ -36,6 +36,7 @@ type File struct {
 	Contexts       map[string]Context `yaml:"contexts,omitempty"`
 
 	path string
+	mode os.FileMode // as read, for PermissionWarning; 0 when there was no file
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/narad/config.yaml, else ~/.config/narad/config.yaml.
@@ -68,6 +69,7 @@ func Load(path string) (*File, error) {
 		}
 		return nil, fmt.Errorf("cannot read config %s: %w (fix it, or name another file with --config)", path, err)
 	}
+	f.mode = fileMode(os.Stat(path))
 	if err := yaml.Unmarshal(data, f); err != nil {
 		// A type error spans lines ("unmarshal errors:\n  line 1: ..."): folded, so
 		// the reason stays on the one line an error gets.
@@ -139,6 +141,15 @@ func ValidateContextName(name string) error {
 		return fmt.Errorf("invalid context name %q (letters, digits, '.', '_' and '-')", name)
 	}
 	return nil
+}
+
+// NormalizeServer is s with http:// in front when it names no scheme: `-s host:port`
+// means http://host:port (CLI.md), which url.Parse would read as scheme "host".
+func NormalizeServer(s string) string {
+	if s == "" || strings.Contains(s, "://") {
+		return s
+	}
+	return "http://" + s
 }
 
 // ValidateServer checks that s is an http(s) URL with a host.

@@ -66,6 +66,10 @@ func TestResolveLayering(t *testing.T) {
 			want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
 		{name: "NARAD_CONTEXT picks another", env: map[string]string{"NARAD_CONTEXT": "local"},
 			want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
+		{name: "host:port without a scheme is http", args: []string{"--server", "localhost:7942"},
+			want: Connection{Server: "http://localhost:7942", Context: "prod", DroppedCredentials: true}},
+		{name: "NARAD_ADDR without a scheme too, same origin as the context", env: map[string]string{"NARAD_ADDR": "127.0.0.1:7942"},
+			args: []string{"--context", "local"}, want: Connection{Server: "http://127.0.0.1:7942", Context: "local"}},
 		{name: "unknown context", args: []string{"--context", "nope"}, wantErr: true},
 		{name: "bad server", args: []string{"--server", "ftp://x"}, wantErr: true},
 		{name: "empty port", args: []string{"--server", "http://127.0.0.1:"}, wantErr: true},
@@ -216,6 +220,45 @@ func TestValidateContextName(t *testing.T) {
 	for _, n := range []string{"", "a b", "a/b", "a:b", "a\x1b[2J", "a\u009b", "a*", "a\"b", "a\xff"} {
 		if err := ValidateContextName(n); err == nil {
 			t.Errorf("ValidateContextName(%q) = nil, want an error", n)
+		}
+	}
+}
+
+func TestNormalizeServer(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:7942":        "http://localhost:7942",
+		"127.0.0.1:7942":        "http://127.0.0.1:7942",
+		"narad.example.com":     "http://narad.example.com",
+		"https://narad.example": "https://narad.example",
+		"http://127.0.0.1:1":    "http://127.0.0.1:1",
+		"":                      "",
+	} {
+		if got := NormalizeServer(in); got != want {
+			t.Errorf("NormalizeServer(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// `-s host:port` means http://host:port (CLI.md), from a flag, the environment or a
+// hand-written context, and a context's credentials still go to its own server.
+func TestServerWithoutScheme(t *testing.T) {
+	clearEnv(t)
+	f := &File{Contexts: map[string]Context{"lab": {Server: "127.0.0.1:7942", User: "app", Password: "pw"}}}
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want Connection
+	}{
+		{[]string{"--server", "127.0.0.1:7942"}, nil, Connection{Server: "http://127.0.0.1:7942"}},
+		{[]string{"--server", "localhost:7942"}, nil, Connection{Server: "http://localhost:7942"}},
+		{nil, map[string]string{"NARAD_ADDR": "[::1]:7942"}, Connection{Server: "http://[::1]:7942"}},
+		{[]string{"--context", "lab"}, nil, Connection{Server: "http://127.0.0.1:7942", User: "app", Password: "pw", Context: "lab"}},
+		{[]string{"--context", "lab", "--server", "http://127.0.0.1:7942"}, nil,
+			Connection{Server: "http://127.0.0.1:7942", User: "app", Password: "pw", Context: "lab"}},
+	} {
+		got, err := ResolveEnv(newFlags(t, tt.args...), f, func(k string) string { return tt.env[k] })
+		if err != nil || got != tt.want {
+			t.Errorf("%v %v: got %+v, %v; want %+v", tt.args, tt.env, got, err, tt.want)
 		}
 	}
 }

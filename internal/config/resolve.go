@@ -67,6 +67,7 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 			return Connection{}, fmt.Errorf("current context %q is not in %s (run narad context use NAME)", name, f.Path())
 		}
 		saved, conn.Context = c, name
+		saved.Server = NormalizeServer(saved.Server)
 	}
 
 	// A value is "explicit" when it came from a flag the user typed or from the
@@ -74,18 +75,19 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 	// explicit values outrank the context.
 	explicit := v.IsSet
 
+	savedServer := NormalizeServer(saved.Server)
 	conn.Server = DefaultServer
-	if saved.Server != "" {
-		conn.Server = saved.Server
+	if savedServer != "" {
+		conn.Server = savedServer
 	}
 	if explicit("server") {
-		conn.Server = v.GetString("server")
+		conn.Server = NormalizeServer(v.GetString("server"))
 	}
 	if err := ValidateServer(conn.Server); err != nil {
 		return Connection{}, err
 	}
 
-	credsMayGo := saved.Server != "" && SameOrigin(conn.Server, saved.Server)
+	credsMayGo := savedServer != "" && SameOrigin(conn.Server, savedServer)
 	if explicit("user") {
 		conn.User = v.GetString("user")
 		if explicit("password") {

@@ -3,6 +3,15 @@
 // makes sure every delivery is settled exactly once (giving back whatever a handler
 // left), and counts what happened. Printing (Printer, in this package) and the exec
 // supervisor (package supervisor) are two Handlers of the same loop.
+//
+// Stops come in two strengths. A soft one (the first signal, the timeout, a closed
+// output) takes nothing more: a consume already sent is let finish, since the node
+// may be leasing a batch for it, and whatever it brings is given back at once; each
+// consume long-polls at most Options.PollMax, so this wait is short. Settlements go
+// on with their retries. The hard one (Run's ctx: the second signal) cuts the consume
+// in flight (Result.AnswerLost says so), gives up every settlement retry
+// (Result.Unconfirmed names each), and gives one prompt try to settlements asked for
+// after it, so that Run returns promptly even when the node is gone.
 package consumer
 
 import (
@@ -53,6 +62,12 @@ type stopAware interface {
 	StopOn(stopping <-chan struct{})
 }
 
+// outputWatcher is a Handler whose output can go away while the loop waits for
+// messages (a pipe whose reader exited): the run then ends as StopOutputClosed at once.
+type outputWatcher interface {
+	OutputGone() <-chan struct{}
+}
+
 // ErrOutputClosed is a handler's output going away (EPIPE from `| head`): the run
 // ends, and that is not a failure.
 var ErrOutputClosed = errors.New("output closed")
@@ -65,8 +80,15 @@ type Options struct {
 	Topic string
 	// Partition restricts consuming to one partition; nil means any.
 	Partition *int
-	// Wait is each consume's long poll.
+	// Wait is how long each consume long-polls, at most PollMax at a time.
 	Wait time.Duration
+	// PollMax caps each consume's long poll; 0 means 1s. A stop lets the consume in
+	// flight finish rather than cancel it (the node may be leasing messages for it,
+	// which then go back at once), so this is how long a stop can wait for it.
+	PollMax time.Duration
+	// AnswerGrace is how long past its wait a consume in flight at a stop is waited
+	// for before it is cut anyway (a node that does not answer); 0 means 2s.
+	AnswerGrace time.Duration
 	// Max is the most messages per request, 1..MaxBatch; 0 means MaxBatch.
 	Max int
 	// Count stops the run after that many messages (0: no limit). No request asks
@@ -74,22 +96,39 @@ type Options struct {
 	Count int
 	// Timeout stops taking after that long (0: never).
 	Timeout time.Duration
-	// Drain stops at the first consume that finds nothing ready; every consume asks
-	// without waiting.
+	// Drain stops once a consume finds nothing ready while nothing of this run is held
+	// or being settled (an empty answer while something is may only mean a partition's
+	// in-flight cap: the loop waits for a settlement and asks again). Every consume
+	// asks without waiting.
 	Drain bool
 	// NoAck settles nothing: leases lapse on their own.
 	NoAck bool
 	// Stop is the soft stop (the first SIGINT/SIGTERM): take nothing more, give back
 	// what is held, let running work finish. The hard stop is Run's ctx.
 	Stop <-chan struct{}
+	// Abandon, when closed, gives up every settlement retry at once, as the hard stop
+	// does (exec mode closes it when --shutdown-grace ends). What was abandoned is in
+	// Result.Unconfirmed.
+	Abandon <-chan struct{}
 	// SettleTimeout bounds each settlement request, which runs on a context that
-	// survives the stops; 0 means 2m, the client's own retry budget, because a
-	// dropped ack becomes a redelivery.
+	// survives the soft stop; 0 means 2m, the client's own retry budget, because a
+	// dropped ack becomes a redelivery. The hard stop or Abandon ends it sooner.
 	SettleTimeout time.Duration
+	// LastTry bounds a settlement asked for after the hard stop or Abandon (a command
+	// stopped then, a batch given back): one prompt try; 0 means 500ms.
+	LastTry time.Duration
 	// IdlePause is how long to wait before asking again after an empty answer to a
 	// request that did not long-poll (Wait 0 without Drain), so that polling does not
 	// spin; 0 means 100ms.
 	IdlePause time.Duration
+	// ReconnectMax is the longest pause between consumes while the node, once
+	// reached, cannot be reached; 0 means 5s. A node never reached fails the run.
+	ReconnectMax time.Duration
+	// OnNodeLost is called (from the loop) when a node that was reached stops
+	// answering, with the error; the run goes on retrying. OnNodeBack is called when
+	// it answers again. Either may be nil.
+	OnNodeLost func(err error)
+	OnNodeBack func()
 }
 
 // Reason is why a run stopped.
@@ -170,6 +209,14 @@ type Result struct {
 	Declined int64
 	// CountUnmet is Count > 0 with fewer than Count messages taken.
 	CountUnmet bool
+	// Unconfirmed lists the settlements that never got a final answer (counted in
+	// Stats.Failed): abandoned at the hard stop, or out of retries. Each may or may
+	// not have happened; sending it again is safe.
+	Unconfirmed []Unconfirmed
+	// AnswerLost is a consume cut while the node may have been answering it (at the
+	// hard stop, or a node that did not answer a stop in time): messages it leased,
+	// if any, come back only when their lease runs out.
+	AnswerLost bool
 }
 
 // Outcome classifies the run: interrupted first, then failures (a fatal error, a
@@ -209,6 +256,18 @@ func (o Options) withDefaults() (Options, error) {
 	if o.IdlePause <= 0 {
 		o.IdlePause = 100 * time.Millisecond
 	}
+	if o.PollMax <= 0 {
+		o.PollMax = time.Second
+	}
+	if o.AnswerGrace <= 0 {
+		o.AnswerGrace = 2 * time.Second
+	}
+	if o.LastTry <= 0 {
+		o.LastTry = 500 * time.Millisecond
+	}
+	if o.ReconnectMax <= 0 {
+		o.ReconnectMax = 5 * time.Second
+	}
 	return o, nil
 }
 
@@ -217,16 +276,21 @@ func (o Options) withDefaults() (Options, error) {
 // or an error is fatal. Before it returns, every delivery is settled: what h left is
 // given back. The error is the fatal one (Result.Reason StopFailed), as the client
 // returned it (a *client.Error for 401/403/404).
+//
+// A stop other than ctx lets a consume in flight finish and gives back what it
+// brings; ctx's cancellation (the hard stop) cuts it, abandons settlement retries and
+// makes Run return promptly even when the node is gone.
 func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return Result{Reason: StopFailed}, err
 	}
 	var c counters
-	s := newSettler(ctx, src, o, &c)
+	s, release := newSettler(ctx, src, o, &c)
+	defer release()
 
-	// take is the context of everything that takes messages: cancelled by any stop,
-	// so a long poll does not hold up a signal or a timeout.
+	// take is the context of waiting to take messages (for slots, between polls):
+	// cancelled by any stop. A consume request itself is not (see taker.consume).
 	take, cancelTake := context.WithCancel(ctx)
 	defer cancelTake()
 	stopping := make(chan struct{})
@@ -241,6 +305,10 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	}
 	if sa, ok := h.(stopAware); ok {
 		sa.StopOn(stopping)
+	}
+	var outputGone <-chan struct{}
+	if ow, ok := h.(outputWatcher); ok {
+		outputGone = ow.OutputGone()
 	}
 	var soft atomic.Bool
 	watchDone := make(chan struct{})
@@ -263,6 +331,9 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 			case <-timeout:
 				stop(StopTimeout)
 				timeout = nil
+			case <-outputGone:
+				stop(StopOutputClosed)
+				outputGone = nil
 			case <-ctx.Done():
 				stop(StopInterrupted)
 				return
@@ -272,7 +343,8 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 		}
 	}()
 
-	reason, fatal := loop(ctx, take, src, h, s, &c, o)
+	t := &taker{ctx: ctx, take: take, stopping: stopping, src: src, h: h, s: s, c: &c, o: o}
+	reason, fatal := t.run()
 	switch {
 	case fatal != nil:
 		reason = StopFailed
@@ -299,21 +371,48 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	}
 	st := c.snapshot()
 	return Result{
-		Reason:     reason,
-		Stats:      st,
-		Declined:   c.declined.Load(),
-		CountUnmet: o.Count > 0 && st.Received < int64(o.Count),
+		Reason:      reason,
+		Stats:       st,
+		Declined:    c.declined.Load(),
+		CountUnmet:  o.Count > 0 && st.Received < int64(o.Count),
+		Unconfirmed: s.unconfirmedList(),
+		AnswerLost:  t.answerLost,
 	}, fatal
 }
 
-// loop takes and hands over until a stop. It returns the reason (0 when take ended,
-// leaving the reason to whoever ended it) or a fatal error.
-func loop(ctx, take context.Context, src Source, h Handler, s *settler, c *counters, o Options) (Reason, error) {
-	wait := o.Wait
+// taker is the loop that takes messages and hands them over.
+type taker struct {
+	ctx, take  context.Context // the hard stop; any stop
+	stopping   <-chan struct{} // closed by any stop
+	src        Source
+	h          Handler
+	s          *settler
+	c          *counters
+	o          Options
+	answerLost bool
+	lost       error // the connection error while the node is gone
+}
+
+// run takes and hands over until a stop. It returns the reason (0 when a stop ended
+// it, leaving the reason to whoever stopped it) or a fatal error. The timeout running
+// out while the node is gone is the node's error: the run did not end cleanly.
+func (t *taker) run() (Reason, error) {
+	reason, err := t.loop()
+	if reason == 0 && err == nil && t.lost != nil && !closed(t.o.Stop) && t.ctx.Err() == nil {
+		return 0, t.lost
+	}
+	return reason, err
+}
+
+func (t *taker) loop() (Reason, error) {
+	o := t.o
+	wait := min(o.Wait, o.PollMax)
 	if o.Drain {
 		wait = 0
 	}
 	received := 0
+	reached := false
+	var backoff time.Duration // the next pause while the node is lost
 	for {
 		if o.Count > 0 && received >= o.Count {
 			return StopCount, nil
@@ -323,9 +422,12 @@ func loop(ctx, take context.Context, src Source, h Handler, s *settler, c *count
 		if closed(o.Stop) {
 			return StopInterrupted, nil
 		}
-		free, err := h.Slots(take)
+		if t.take.Err() != nil {
+			return 0, nil
+		}
+		free, err := t.h.Slots(t.take)
 		if err != nil {
-			if take.Err() != nil {
+			if t.take.Err() != nil {
 				return 0, nil
 			}
 			return 0, err
@@ -334,32 +436,74 @@ func loop(ctx, take context.Context, src Source, h Handler, s *settler, c *count
 		if o.Count > 0 {
 			n = min(n, o.Count-received)
 		}
-		res, err := src.Consume(take, o.Topic, client.ConsumeOptions{Wait: wait, Partition: o.Partition, Max: n})
-		if err != nil {
-			if take.Err() != nil {
+		held, settled := t.s.pending()
+		res, err := t.consume(wait, n)
+		switch {
+		case err == nil:
+		case errors.Is(err, client.ErrAnswerLost):
+			t.answerLost = true
+			return 0, nil
+		case reached && client.IsUnreachable(err):
+			// A node that answered before is restarting or briefly gone: wait it out
+			// (until a stop) rather than end a long-running consumer.
+			first := t.lost == nil
+			t.lost = err
+			if t.take.Err() != nil {
 				return 0, nil
 			}
+			if first {
+				backoff = min(firstReconnect, o.ReconnectMax)
+				if o.OnNodeLost != nil {
+					o.OnNodeLost(err)
+				}
+			}
+			if !pause(t.take, backoff) {
+				return 0, nil
+			}
+			backoff = min(2*backoff, o.ReconnectMax)
+			continue
+		case t.take.Err() != nil, errors.Is(err, client.ErrStopped):
+			return 0, nil
+		default:
 			return 0, err
+		}
+		reached = true
+		if t.lost != nil {
+			t.lost = nil
+			if o.OnNodeBack != nil {
+				o.OnNodeBack()
+			}
 		}
 		if res == nil || len(res.Messages) == 0 {
 			if o.Drain {
-				return StopDrained, nil
+				if held == 0 {
+					return StopDrained, nil
+				}
+				// Something of this run was held or being settled when we asked, and the
+				// node may have had nothing to give only because of it (a partition's
+				// in-flight cap): ask again once a settlement has ended.
+				select {
+				case <-settled:
+				case <-t.take.Done():
+					return 0, nil
+				}
+				continue
 			}
-			if wait == 0 && !pause(take, o.IdlePause) {
+			if wait == 0 && !pause(t.take, o.IdlePause) {
 				return 0, nil
 			}
 			continue
 		}
-		ds := s.wrap(res.Messages)
+		ds := t.s.wrap(res.Messages)
 		received += len(ds)
-		c.received.Add(int64(len(ds)))
-		if take.Err() != nil {
+		t.c.received.Add(int64(len(ds)))
+		if t.take.Err() != nil {
 			// Stopped while this answer was on its way: take nothing more means these
 			// go back at once, unhandled.
 			_ = NackAll(ds, GiveBack)
 			return 0, nil
 		}
-		if err := h.Handle(ctx, ds); err != nil {
+		if err := t.h.Handle(t.ctx, ds); err != nil {
 			if errors.Is(err, ErrOutputClosed) {
 				return StopOutputClosed, nil
 			}
@@ -369,6 +513,36 @@ func loop(ctx, take context.Context, src Source, h Handler, s *settler, c *count
 			return 0, err
 		}
 	}
+}
+
+// firstReconnect is the first pause after the node was lost; it doubles up to
+// Options.ReconnectMax.
+const firstReconnect = 250 * time.Millisecond
+
+// consume asks for up to n messages. A stop does not cancel a request in flight: the
+// node may be leasing messages for it, and an answer cut then would strand them until
+// their lease ran out. The loop gives back what such an answer brings instead. Only
+// the hard stop, or a node that has not answered AnswerGrace past the wait, cuts it.
+func (t *taker) consume(wait time.Duration, n int) (*client.ConsumeResult, error) {
+	ctx, cancel := context.WithCancel(t.ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-t.stopping:
+		case <-done:
+			return
+		}
+		cut := time.NewTimer(wait + t.o.AnswerGrace)
+		defer cut.Stop()
+		select {
+		case <-cut.C:
+			cancel()
+		case <-done:
+		}
+	}()
+	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
 }
 
 // closed reports whether ch is closed (never, for a nil ch).

@@ -166,6 +166,15 @@ func (c *counters) snapshot() Stats {
 	}
 }
 
+// Unconfirmed is a settlement that never got a final answer (given up at a hard stop,
+// or out of retries): the node may or may not have it, and sending it again is safe.
+type Unconfirmed struct {
+	Action    client.Action // Ack or Nack
+	Handle    string
+	Partition int
+	Offset    int64
+}
+
 // settler performs the settlements of one Run and remembers what is still open, so
 // that the run can give back anything a handler left behind.
 type settler struct {
@@ -174,21 +183,41 @@ type settler struct {
 	noAck   bool
 	base    context.Context // the run's context without its cancellation
 	timeout time.Duration
+	lastTry time.Duration
+	// abandon ends at the hard stop (or Options.Abandon): retries are given up then.
+	abandon context.Context
 	c       *counters
 
-	mu   sync.Mutex
-	open map[*delivery]struct{}
+	mu          sync.Mutex
+	open        map[*delivery]struct{}
+	busy        int           // settlement requests on their way
+	changed     chan struct{} // closed and replaced whenever a settlement ends
+	unconfirmed []Unconfirmed
 }
 
-func newSettler(ctx context.Context, src Source, o Options, c *counters) *settler {
+// newSettler returns the run's settler and the function that releases it.
+func newSettler(ctx context.Context, src Source, o Options, c *counters) (*settler, context.CancelFunc) {
+	abandon, cancel := context.WithCancel(ctx)
+	if o.Abandon != nil {
+		go func() {
+			select {
+			case <-o.Abandon:
+				cancel()
+			case <-abandon.Done():
+			}
+		}()
+	}
 	return &settler{
 		src: src, topic: o.Topic, noAck: o.NoAck, c: c,
-		// Settlements must outlive a signal: a give-back after SIGINT is the whole
-		// point of handling the signal. The timeout bounds them instead.
+		// Settlements must outlive the soft stop: a give-back after SIGINT is the whole
+		// point of handling the signal. The timeout and the abandon bound them instead.
 		base:    context.WithoutCancel(ctx),
 		timeout: o.SettleTimeout,
+		lastTry: o.LastTry,
+		abandon: abandon,
 		open:    make(map[*delivery]struct{}),
-	}
+		changed: make(chan struct{}),
+	}, cancel
 }
 
 func (s *settler) wrap(msgs []client.Message) []Delivery {
@@ -213,16 +242,54 @@ func (s *settler) wrap(msgs []client.Message) []Delivery {
 
 // claim makes d settled; false means it already was (a bug, counted).
 func (s *settler) claim(d *delivery) bool {
-	if !d.settled.CompareAndSwap(false, true) {
-		s.c.bugs.Add(1)
+	if len(s.claimAll([]*delivery{d}, false)) == 0 {
 		return false
 	}
-	if !s.noAck {
-		s.mu.Lock()
-		delete(s.open, d)
-		s.mu.Unlock()
-	}
+	s.ended(false)
 	return true
+}
+
+// claimAll settles what it can of ds (a delivery settled already is a bug, counted)
+// and returns the ones it claimed. With sending, those count as on their way in the
+// same step, so that the run never looks idle between the two.
+func (s *settler) claimAll(ds []*delivery, sending bool) []*delivery {
+	claimed := make([]*delivery, 0, len(ds))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range ds {
+		if !d.settled.CompareAndSwap(false, true) {
+			s.c.bugs.Add(1)
+			continue
+		}
+		claimed = append(claimed, d)
+		if !s.noAck {
+			delete(s.open, d)
+		}
+	}
+	if sending && len(claimed) > 0 {
+		s.busy++
+	}
+	return claimed
+}
+
+// ended notes that a settlement is over (sent: its request too) and wakes whoever
+// waits for one.
+func (s *settler) ended(sent bool) {
+	s.mu.Lock()
+	if sent {
+		s.busy--
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// pending is how many deliveries are held or being settled, and a channel closed at
+// the next end of a settlement.
+func (s *settler) pending() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open) + s.busy, s.changed
 }
 
 // unsettled returns the deliveries nobody settled.
@@ -236,19 +303,38 @@ func (s *settler) unsettled() []Delivery {
 	return ds
 }
 
+// unconfirmedList returns the settlements that never got a final answer, in order.
+func (s *settler) unconfirmedList() []Unconfirmed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Unconfirmed(nil), s.unconfirmed...)
+}
+
+// requestContext bounds one settlement: by the retry budget and the abandon before
+// it; after it, by one prompt try, so that a give-back at the hard stop still lands
+// when the node is up and costs little when it is not.
+func (s *settler) requestContext() (context.Context, context.CancelFunc) {
+	if s.abandon.Err() != nil {
+		return context.WithTimeout(s.base, s.lastTry)
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.timeout)
+	stop := context.AfterFunc(s.abandon, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
 func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 	var first error
-	handles := make([]string, 0, len(ds))
-	for _, d := range ds {
-		if !s.claim(d) {
-			first = ErrAlreadySettled
-			continue
-		}
-		handles = append(handles, d.msg.ReceiptHandle)
+	sending := !s.noAck
+	claimed := s.claimAll(ds, sending)
+	if len(claimed) < len(ds) {
+		first = ErrAlreadySettled
 	}
 	// The decision is counted whatever the broker answers: a failed command is a
 	// failure even if its nack is lost. (A plain ack's cause is GiveBack: nothing.)
-	n := int64(len(handles))
+	n := int64(len(claimed))
 	switch why {
 	case Declined:
 		s.c.declined.Add(n)
@@ -257,18 +343,38 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 	case TimedOut:
 		s.c.timedOut.Add(n)
 	}
-	if s.noAck || len(handles) == 0 {
+	if len(claimed) == 0 {
 		return first
 	}
-	ctx, cancel := context.WithTimeout(s.base, s.timeout)
+	if !sending {
+		s.ended(false)
+		return first
+	}
+	defer s.ended(true)
+	handles := make([]string, len(claimed))
+	for i, d := range claimed {
+		handles[i] = d.msg.ReceiptHandle
+	}
+	ctx, cancel := s.requestContext()
 	defer cancel()
 	res, err := s.src.Settle(ctx, s.topic, a, handles)
-	for i := range handles {
-		if i >= len(res) {
-			// No answer for this handle: it may or may not have landed.
+	var lost []Unconfirmed
+	for i, d := range claimed {
+		if i >= len(res) || res[i].Unconfirmed() {
+			// No final answer: it may or may not have landed. Counted, and named so
+			// that it can be sent again by hand.
 			s.c.failed.Add(1)
+			lost = append(lost, Unconfirmed{Action: a, Handle: d.msg.ReceiptHandle,
+				Partition: d.msg.Partition, Offset: d.msg.Offset})
 			if first == nil {
-				first = fmt.Errorf("%s: no result for handle: %w", a, orUnknown(err))
+				if i >= len(res) {
+					first = fmt.Errorf("%s: no result for handle: %w", a, orUnknown(err))
+				} else {
+					first = resultError(a, res[i])
+				}
+			}
+			if i < len(res) {
+				s.c.retries.Add(int64(res[i].Retries))
 			}
 			continue
 		}
@@ -292,6 +398,11 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 				first = resultError(a, r)
 			}
 		}
+	}
+	if len(lost) > 0 {
+		s.mu.Lock()
+		s.unconfirmed = append(s.unconfirmed, lost...)
+		s.mu.Unlock()
 	}
 	return first
 }

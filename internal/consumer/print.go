@@ -28,6 +28,9 @@ const printAcksInFlight = 4
 // made it out are known from the count Write returns: those are acked, the rest are
 // given back at once. The ack of one batch runs while the next one is consumed; it
 // starts only after its records were written, and Finish waits for it.
+//
+// When the output is a pipe whose unread bytes the system can count (Linux), "written"
+// means taken out of the pipe by the reader: see pipe.go.
 type Printer struct {
 	w    io.Writer
 	r    LineRenderer
@@ -40,6 +43,9 @@ type Printer struct {
 	// stop, when set, abandons a write that is blocked (a reader that stopped
 	// reading) so a signal still gives the batch back instead of hanging on it.
 	stop <-chan struct{}
+
+	pipe *pipeState // nil unless w is a pipe narad can see into
+	max  int        // what a consume asks for: a batch with fewer is the node out of messages
 }
 
 // abandonGrace is how long a blocked write may still finish after a stop.
@@ -53,19 +59,59 @@ func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
-	return &Printer{w: w, r: r, acks: make(chan struct{}, printAcksInFlight)}
+	p := &Printer{w: w, r: r, acks: make(chan struct{}, printAcksInFlight), max: MaxBatch}
+	if probe := pipeOf(w); probe != nil {
+		p.pipe = newPipeState(probe, &p.wg, p.ackLater)
+	}
+	return p
 }
 
-// Slots is always a full batch: printing holds nothing between batches.
+// LeaseFrom tells the Printer how to learn the topic's lease, so that lines waiting in
+// a pipe for a slow reader are extended before it runs out. It is asked only when a
+// line has waited a while; without it they are extended every second.
+func (p *Printer) LeaseFrom(f func(context.Context) (time.Duration, error)) {
+	if p.pipe != nil {
+		p.pipe.leaseOf = f
+	}
+}
+
+// AsksFor tells the Printer the most messages one consume asks for (Options.Max), so
+// that a batch that comes back short, the node having no more ready, is known.
+func (p *Printer) AsksFor(max int) {
+	if max > 0 {
+		p.max = max
+	}
+}
+
+// AcksWhenRead reports whether a line is acked only once the reader took it out of the
+// pipe (a pipe on Linux), rather than once it was written.
+func (p *Printer) AcksWhenRead() bool { return p.pipe != nil }
+
+// OutputGone is closed when the reader of the pipe goes away, even while the loop
+// waits for messages (Run ends the run then); nil when the output is not a pipe.
+func (p *Printer) OutputGone() <-chan struct{} {
+	if p.pipe == nil {
+		return nil
+	}
+	return p.pipe.gone
+}
+
+// Slots is a full batch, at once for a file or a terminal. For a pipe it waits while a
+// full batch still waits unread, so a slow reader bounds what is held.
 func (p *Printer) Slots(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if p.pipe != nil {
+		p.pipe.watch()
+		return p.pipe.slots(ctx)
+	}
 	return MaxBatch, nil
 }
 
-// Handle prints ds and settles every one of them: acked if written whole, else given
-// back. A write error ends the run: a closed pipe as ErrOutputClosed, else as itself.
+// Handle prints ds and settles every one of them: acked if written whole (for a pipe:
+// once the reader takes it), else given back. A write error ends the run: a closed
+// pipe as ErrOutputClosed, else as itself.
 func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	buf, ends := p.buf[:0], p.ends[:0]
 	var renderErr error
@@ -81,13 +127,32 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		buf = b
 		ends = append(ends, len(buf))
 	}
+	unrendered := ds[len(ends):]
+	var base int64
+	if p.pipe != nil {
+		p.pipe.watch()
+		p.pipe.caughtUp.Store(len(ds) < p.max)
+		var ok bool
+		// Recorded before the write, so a write that blocks on a slow reader still has
+		// its leases kept.
+		if base, ok = p.pipe.add(ds[:len(ends)], ends); !ok {
+			p.buf, p.ends = buf, ends
+			_ = NackAll(ds, GiveBack)
+			return fmt.Errorf("%w: the reader went away", ErrOutputClosed)
+		}
+	}
 	var werr error
 	written := 0
 	if len(buf) > 0 {
 		n, abandoned, err := p.write(ctx, buf)
 		if abandoned {
 			p.buf, p.ends = nil, nil // the stuck write still owns buf
-			_ = NackAll(ds, GiveBack)
+			back := ds
+			if p.pipe != nil {
+				p.pipe.wrote(base, 0, true)
+				back = unrendered
+			}
+			_ = NackAll(back, GiveBack)
 			return fmt.Errorf("%w: a write was still blocked", ErrStopped)
 		}
 		if err == nil && n < len(buf) {
@@ -97,21 +162,24 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		for written < len(ends) && ends[written] <= n {
 			written++
 		}
+		if p.pipe != nil {
+			p.pipe.wrote(base, n, false)
+		}
 	}
 	p.buf, p.ends = buf, ends
 
-	if rest := ds[written:]; len(rest) > 0 {
-		_ = NackAll(rest, GiveBack)
-	}
-	if written > 0 {
-		p.acks <- struct{}{}
-		p.wg.Add(1)
-		go func(ds []Delivery) {
-			defer p.wg.Done()
-			defer func() { <-p.acks }()
-			// Its outcome is in the counters; an ack that fails does not stop printing.
-			_ = AckAll(ds)
-		}(ds[:written])
+	if p.pipe != nil {
+		_ = NackAll(unrendered, GiveBack)
+		if werr != nil && isClosedPipe(werr) {
+			p.pipe.readerGone()
+		} else {
+			p.pipe.settleTaken()
+		}
+	} else {
+		if rest := ds[written:]; len(rest) > 0 {
+			_ = NackAll(rest, GiveBack)
+		}
+		p.ackLater(ds[:written])
 	}
 	switch {
 	case werr != nil && isClosedPipe(werr):
@@ -120,6 +188,22 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		return fmt.Errorf("write output: %w", werr)
 	}
 	return renderErr
+}
+
+// ackLater acks ds in the background, at most printAcksInFlight requests at once; it
+// blocks while that many are on their way. Finish waits for them.
+func (p *Printer) ackLater(ds []Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	p.acks <- struct{}{}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.acks }()
+		// Its outcome is in the counters; an ack that fails does not stop printing.
+		_ = AckAll(ds)
+	}()
 }
 
 // write writes buf, on the caller's goroutine unless a stop can interrupt it.
@@ -151,8 +235,12 @@ func (p *Printer) write(ctx context.Context, buf []byte) (n int, abandoned bool,
 	}
 }
 
-// Finish waits for the acks still on their way.
-func (p *Printer) Finish(context.Context, <-chan struct{}) error {
+// Finish waits for the acks still on their way. For a pipe it first waits for the
+// reader to take what waits in it (see pipeState.finish).
+func (p *Printer) Finish(ctx context.Context, stopping <-chan struct{}) error {
+	if p.pipe != nil {
+		p.pipe.finish(ctx, stopping)
+	}
 	p.wg.Wait()
 	return nil
 }

@@ -37,6 +37,7 @@ func (b *Broker) routes() http.Handler {
 		{"GET /v1/topics/{topic}/children", b.handleListChildren},
 		{"DELETE /v1/topics/{topic}/children/{child}", b.handleDetachChild},
 		{"POST /v1/topics/{topic}/produce", b.handleProduce},
+		{"POST /v1/topics/{topic}/produce/batch", b.handleProduceBatch},
 		{"GET /v1/topics/{topic}/consume", b.handleConsume},
 		{"POST /v1/topics/{topic}/ack", b.handleAck},
 		{"GET /v1/cluster/members", b.handleMembers},
@@ -95,7 +96,7 @@ func (b *Broker) v1(h http.HandlerFunc) http.Handler {
 // requestOp is the operation Requests counts an API request under, as its handler does.
 func requestOp(r *http.Request) string {
 	switch r.Pattern {
-	case "POST /v1/topics/{topic}/produce":
+	case "POST /v1/topics/{topic}/produce", "POST /v1/topics/{topic}/produce/batch":
 		return OpProduce
 	case "GET /v1/topics/{topic}/consume":
 		if r.URL.Query().Get("offset") != "" {

@@ -22,6 +22,9 @@ func TestLeaseExpiry(t *testing.T) {
 	if el := time.Since(start); el < 600*time.Millisecond {
 		t.Fatalf("lease ran out after %v, before 600ms", el)
 	}
+	if st := h.stats("orders"); st.Lapsed() != 1 || st.Delivered() != 1 {
+		t.Fatalf("after one lease ran out: lapsed %d, delivered %d; want 1 and 1", st.Lapsed(), st.Delivered())
+	}
 	wantError(t, h.ack("orders", first.ReceiptHandle, ""), 410, textGone)
 	wantError(t, h.ack("orders", first.ReceiptHandle, "true"), 410, textGone)
 	second := one(t, h.consume("orders", ""))
@@ -29,6 +32,10 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatal("redelivery reused the handle")
 	}
 	wantEmpty(t, h.ack("orders", second.ReceiptHandle, ""), 204)
+	// A settled lease never counts as lapsed, however long ago it was taken.
+	if st := h.stats("orders"); st.Lapsed() != 1 || st.Delivered() != 2 {
+		t.Fatalf("after the redelivery was acked: lapsed %d, delivered %d; want 1 and 2", st.Lapsed(), st.Delivered())
+	}
 }
 
 // Point 4: the topic's visibility has millisecond precision, as info reports it.

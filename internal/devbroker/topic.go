@@ -92,6 +92,7 @@ type partition struct {
 	// oldest unacked message, which max_acked_ahead_per_partition bounds.
 	ackedAhead int
 	delivered  int64 // messages handed to consumers, redeliveries included (for /metrics)
+	lapsed     int64 // leases that ran out unsettled (for tests that prove none did)
 }
 
 func (p *partition) next() int64 { return p.base + int64(len(p.msgs)) }
@@ -512,6 +513,7 @@ func (t *topic) expireLocked(now time.Time) {
 		}
 		m.state = stateAvailable
 		p.inFlight--
+		p.lapsed++
 		heap.Push(&p.ready, m)
 		woke = true
 	}
@@ -557,6 +559,8 @@ type PartitionStats struct {
 	Acked         int   // retained messages that are acked
 	AckedAhead    int   // acked messages past the oldest unacked one
 	OldestUnacked int64 // equals NextOffset when everything retained is acked
+	Delivered     int64 // messages handed to consumers, redeliveries included
+	Lapsed        int64 // leases that ran out before the message was settled
 }
 
 // TopicStats is a topic's settings and per-partition state, for tests to inspect.
@@ -573,6 +577,14 @@ func (s TopicStats) InFlight() int { return s.sum(func(p PartitionStats) int { r
 
 // Acked is the sum over partitions.
 func (s TopicStats) Acked() int { return s.sum(func(p PartitionStats) int { return p.Acked }) }
+
+// Delivered is the sum over partitions: deliveries, redeliveries included.
+func (s TopicStats) Delivered() int {
+	return s.sum(func(p PartitionStats) int { return int(p.Delivered) })
+}
+
+// Lapsed is the sum over partitions: leases that ran out unsettled.
+func (s TopicStats) Lapsed() int { return s.sum(func(p PartitionStats) int { return int(p.Lapsed) }) }
 
 // Messages is the number of retained messages.
 func (s TopicStats) Messages() int {
@@ -602,6 +614,7 @@ func (t *topic) stats() (TopicStats, error) {
 			Index: i, OldestOffset: p.base, NextOffset: p.next(), SizeBytes: p.size,
 			Available: len(p.ready), InFlight: p.inFlight, Acked: p.acked,
 			AckedAhead: p.ackedAhead, OldestUnacked: p.floor,
+			Delivered: p.delivered, Lapsed: p.lapsed,
 		}
 	}
 	return st, nil

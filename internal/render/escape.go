@@ -13,8 +13,9 @@ type byteseq interface{ ~string | ~[]byte }
 // Escape returns s with every character that could drive a terminal written as a visible
 // escape instead: C0 controls and DEL as \xNN (\n, \r and \t as themselves, so a multi-line
 // text stays one readable line), C1 controls as \u0080..\u009f (written as code points
-// because in UTF-8 they are two bytes, and \x9b would wrongly suggest one raw byte), and
-// bytes that are not valid UTF-8 as \xNN. Valid printable text, non-ASCII included, is
+// because in UTF-8 they are two bytes, and \x9b would wrongly suggest one raw byte), bidi
+// controls and zero-width characters as \u202e and the like (they reorder or hide text),
+// and bytes that are not valid UTF-8 as \xNN. Valid printable text, non-ASCII included, is
 // returned unchanged, and s itself is returned when nothing needed escaping.
 //
 // Backslashes are not doubled: this is for people reading a terminal, where a JSON
@@ -30,6 +31,23 @@ func Escape(s string) string {
 // isC1 reports whether r is a C1 control: a terminal in UTF-8 mode may act on U+009B as
 // CSI just as on ESC [.
 func isC1(r rune) bool { return r >= 0x80 && r <= 0x9f }
+
+// isInvisible reports whether r is a bidi control (U+061C, U+200E/F, U+202A..U+202E,
+// U+2066..U+2069) or a zero-width character (U+200B..U+200D, U+2060, U+FEFF): shown
+// raw, they let a payload reorder or hide what the operator reads ("Trojan Source").
+func isInvisible(r rune) bool {
+	switch {
+	case r < 0x061c:
+		return false
+	case r == 0x061c, r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e,
+		r == 0x2060, r >= 0x2066 && r <= 0x2069, r == 0xfeff:
+		return true
+	}
+	return false
+}
+
+// mustEscape reports whether the non-ASCII rune r must be written as an escape.
+func mustEscape(r rune) bool { return isC1(r) || isInvisible(r) }
 
 // decodeRune decodes the rune at s[i:]. Copying at most four bytes to the stack lets
 // utf8.DecodeRune do the validation for strings and slices alike.
@@ -52,7 +70,7 @@ func needsEscape[T byteseq](s T) bool {
 			continue
 		}
 		r, size := decodeRune(s, i)
-		if (r == utf8.RuneError && size == 1) || isC1(r) {
+		if (r == utf8.RuneError && size == 1) || mustEscape(r) {
 			return true
 		}
 		i += size
@@ -91,9 +109,9 @@ func appendEscaped[T byteseq](dst []byte, s T) []byte {
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
-		case isC1(r):
+		case mustEscape(r):
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+			dst = append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 		default:
 			i += size
 			continue

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 
@@ -36,19 +37,24 @@ var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
 func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 	raw := []byte(m.Payload)
 	if len(trimJSONSpace(raw)) == 0 {
-		return dst, errNoPayload
+		return dst, client.ErrNoPayload
 	}
 	// asBase64: a payload whose raw JSON spans lines (or, below, holds a C1 control)
 	// is written base64, exact and inert.
 	asBase64 := bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0
-	if asBase64 && m.PayloadEncoding != "" {
+	if m.PayloadEncoding != "" {
 		// An encoded payload is a JSON string, which cannot span lines; only the
-		// whitespace around it can, and that carries no bytes of the message.
+		// whitespace around it can, and that carries no bytes of the message. Any other
+		// value is a broken answer, which would be written across lines.
 		raw, asBase64 = trimJSONSpace(raw), false
+		if raw[0] != '"' {
+			return dst, fmt.Errorf("payload_encoding %q on a payload that is not a JSON string", m.PayloadEncoding)
+		}
 	}
-	if !asBase64 && !json.Valid(raw) {
-		// Checked because a line that is not JSON would break every reader downstream;
-		// the node's payload is valid JSON, so this costs a scan and never fires.
+	if !json.Valid(raw) {
+		// Checked because a line that is not JSON would break every reader downstream,
+		// and base64 of bytes that are not JSON would claim they were produced; the
+		// node's payload is valid JSON, so this costs a scan and never fires.
 		return dst, errInvalidPayloadJSON
 	}
 	// JSON lets a string hold C1 controls raw, and a terminal may act on them (U+009B
@@ -57,7 +63,7 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 	var text []byte
 	if !asBase64 && m.PayloadEncoding == "" && containsC1(raw) {
 		if v := trimJSONSpace(raw); v[0] == '"' {
-			t, err := jsonText(v)
+			t, err := m.PayloadBytes()
 			if err != nil {
 				return dst, errInvalidPayloadJSON
 			}
@@ -110,6 +116,11 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 		dst = appendJSONString(dst, m.ReceiptHandle)
 	}
 	return append(dst, "}\n"...), nil
+}
+
+// trimJSONSpace drops the whitespace JSON allows around a value.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
 }
 
 // containsC1 reports whether b holds a C1 control encoded as UTF-8 (C2 80..C2 9F);

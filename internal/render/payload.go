@@ -2,251 +2,108 @@ package render
 
 import (
 	"bytes"
-	"encoding/base64"
+	"encoding/json"
 	"errors"
-	"fmt"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
+	"strconv"
 
 	"github.com/narad/narad/internal/client"
 )
 
-// The encodings the API marks with payload_encoding / key_encoding.
-const encodingBase64 = "base64"
+// The message decodes itself (client.Message.AppendPayload, AppendKey): this file only
+// formats what it gives.
 
-// errNoPayload is a message without a payload field: the API never sends one (a produce
-// needs at least one byte), so it is reported instead of being shown as something else.
-var errNoPayload = errors.New("message has no payload")
-
-var errBadString = errors.New("payload is not a valid JSON string")
-
-// payloadKind is what the node made of the produced bytes (API.md, "Payload").
-type payloadKind int
-
-const (
-	// kindJSON: a produced JSON value other than a string, sent back byte for byte.
-	kindJSON payloadKind = iota
-	// kindString: a JSON string, either produced as one ("hi") or made from text (hi);
-	// both stand for the text inside the quotes.
-	kindString
-	// kindBinary: bytes that are not text, sent as a base64 JSON string.
-	kindBinary
-)
-
-// classify tells the kind of m's payload and returns the bytes to work from: for
-// kindJSON the raw payload untouched, for the others the JSON string with any
-// surrounding whitespace removed.
-func classify(m *client.Message) (payloadKind, []byte, error) {
-	raw := []byte(m.Payload)
-	v := trimJSONSpace(raw)
-	if len(v) == 0 {
-		return 0, nil, errNoPayload
+// appendUnknown appends `(unknown payload_encoding "zstd")` when err is an encoding this
+// client does not know: a person is shown that the message exists and why it cannot be
+// shown, never a guess at its bytes. ok is false for any other error.
+func appendUnknown(dst []byte, err error) (out []byte, ok bool) {
+	var ue *client.UnknownEncodingError
+	if !errors.As(err, &ue) {
+		return dst, false
 	}
-	switch m.PayloadEncoding {
-	case "":
-	case encodingBase64:
-		if v[0] != '"' {
-			return 0, nil, fmt.Errorf("base64 payload is not a JSON string")
-		}
-		return kindBinary, v, nil
-	default:
-		// Guessing at an encoding this client does not know would print wrong bytes.
-		return 0, nil, fmt.Errorf("unknown payload_encoding %q", m.PayloadEncoding)
-	}
-	if v[0] == '"' {
-		return kindString, v, nil
-	}
-	return kindJSON, raw, nil
+	dst = append(dst, "(unknown "...)
+	dst = append(dst, ue.Field...)
+	dst = append(dst, ' ')
+	// strconv.Quote escapes everything that is not printable, so the node's value
+	// cannot drive the terminal.
+	dst = strconv.AppendQuoteToASCII(dst, ue.Value)
+	return append(dst, ')'), true
 }
 
-// DecodePayload returns the bytes that were produced: a base64 payload decoded, a JSON
-// string's text (so a produced "hi" and a produced hi both give hi), any other JSON value
-// as its raw bytes. The result may share memory with m.Payload; do not modify it.
-func DecodePayload(m *client.Message) ([]byte, error) {
-	kind, v, err := classify(m)
+// appendKeyText appends the key as a person should see it, escaped. ok is false when
+// m has no key. With showUnknown, an unknown key_encoding is shown as such (the text
+// line); without, it is an error (a template, which promises the content).
+func appendKeyText(dst []byte, m *client.Message, showUnknown bool) (out []byte, ok bool, err error) {
+	start := len(dst)
+	out, ok, err = m.AppendKey(dst)
 	if err != nil {
-		return nil, err
-	}
-	switch kind {
-	case kindString:
-		return jsonText(v)
-	case kindBinary:
-		b64, err := jsonText(v)
-		if err != nil {
-			return nil, err
+		if out, shown := appendUnknown(dst, err); shown && showUnknown {
+			return out, true, nil
 		}
-		out, err := base64.StdEncoding.AppendDecode(nil, b64)
-		if err != nil {
-			return nil, fmt.Errorf("payload is not valid base64: %w", err)
-		}
-		return out, nil
+		return dst, ok, err
 	}
-	return v, nil
+	if !ok {
+		return dst, false, nil
+	}
+	return escapeTail(out, start), true, nil
 }
 
-// appendPayload appends what DecodePayload returns to dst, decoding base64 straight
-// into dst so raw output of a binary message needs no buffer of its own. On error dst
-// is returned unchanged.
-func appendPayload(dst []byte, m *client.Message) ([]byte, error) {
-	kind, v, err := classify(m)
+// binaryHead is how many bytes of a binary payload the text line shows in hex: enough to
+// recognise a file signature (PNG, gzip, protobuf tags) without flooding the line.
+const binaryHead = 16
+
+// appendPayloadText appends the payload as a person should see it, escaped for a
+// terminal. A JSON value is shown verbatim, compacted only when it spans lines so the
+// record stays one line; a JSON string as its text. A binary payload is summarised as
+// `(binary, N bytes) 89504e47…` when summary is set, else shown as its escaped bytes.
+// With summary (the text line), an unknown payload_encoding is shown as such; without
+// (a template, which asks for the content), it is an error.
+func appendPayloadText(dst []byte, m *client.Message, summary bool) ([]byte, error) {
+	kind, err := m.PayloadKind()
+	if err != nil {
+		if out, shown := appendUnknown(dst, err); shown && summary {
+			return out, nil
+		}
+		return dst, err
+	}
+	if kind == client.PayloadJSON {
+		// The produced bytes are the payload as it came: format it from there.
+		v := []byte(m.Payload)
+		if bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
+			start := len(dst)
+			buf := bytes.NewBuffer(dst) // Compact appends after what dst holds
+			if json.Compact(buf, v) == nil {
+				return escapeTail(buf.Bytes(), start), nil
+			}
+			// Not valid JSON after all: show it escaped rather than refuse it.
+		}
+		return appendEscaped(dst, v), nil
+	}
+	// Decoded into dst's own spare room, and formatted from there.
+	start := len(dst)
+	out, _, err := m.AppendPayload(dst)
 	if err != nil {
 		return dst, err
 	}
-	switch kind {
-	case kindString:
-		return appendJSONText(dst, v)
-	case kindBinary:
-		b64, err := jsonText(v)
-		if err != nil {
-			return dst, err
-		}
-		out, err := base64.StdEncoding.AppendDecode(dst, b64)
-		if err != nil {
-			return dst, fmt.Errorf("payload is not valid base64: %w", err)
-		}
-		return out, nil
+	if kind == client.PayloadBinary && summary {
+		var head [binaryHead]byte
+		n := copy(head[:], out[start:])
+		return appendSummary(out[:start], head[:n], len(out)-start), nil
 	}
-	return append(dst, v...), nil
+	return escapeTail(out, start), nil
 }
 
-// appendKey appends the produced key to dst: a base64 key (one that is not valid UTF-8,
-// v3.1) decoded, otherwise the key string as it came. ok is false when m has no key.
-func appendKey(dst []byte, m *client.Message) (out []byte, ok bool, err error) {
-	if m.Key == nil {
-		return dst, false, nil
-	}
-	switch m.KeyEncoding {
-	case "":
-		return append(dst, *m.Key...), true, nil
-	case encodingBase64:
-		out, err := base64.StdEncoding.AppendDecode(dst, []byte(*m.Key))
-		if err != nil {
-			return dst, false, fmt.Errorf("key is not valid base64: %w", err)
+func appendSummary(dst, head []byte, total int) []byte {
+	dst = append(dst, "(binary, "...)
+	dst = strconv.AppendInt(dst, int64(total), 10)
+	dst = append(dst, " bytes)"...)
+	if len(head) > 0 {
+		dst = append(dst, ' ')
+		for _, c := range head {
+			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
 		}
-		return out, true, nil
-	default:
-		return dst, false, fmt.Errorf("unknown key_encoding %q", m.KeyEncoding)
 	}
-}
-
-// trimJSONSpace drops the whitespace JSON allows around a value.
-func trimJSONSpace(b []byte) []byte {
-	return bytes.Trim(b, " \t\r\n")
-}
-
-// jsonText returns the text of the JSON string q (quotes included). The usual string has
-// no escapes, and then the result shares q's memory and nothing is allocated.
-func jsonText(q []byte) ([]byte, error) {
-	if s, ok := plainJSONString(q); ok {
-		return s, nil
+	if total > len(head) {
+		dst = append(dst, "…"...)
 	}
-	return appendJSONText(nil, q)
-}
-
-// plainJSONString returns the inside of the JSON string q when it has no escapes, which
-// is then its text as it is.
-func plainJSONString(q []byte) ([]byte, bool) {
-	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-		return nil, false
-	}
-	s := q[1 : len(q)-1]
-	if bytes.IndexByte(s, '\\') >= 0 || bytes.IndexByte(s, '"') >= 0 {
-		return nil, false
-	}
-	return s, true
-}
-
-// appendJSONText appends the text of the JSON string q (quotes included) to dst, with
-// the semantics of encoding/json: a lone or broken surrogate escape becomes U+FFFD.
-// Raw bytes that are not valid UTF-8 are kept as they are (encoding/json would replace
-// them), and so are raw control bytes JSON does not allow, as the fast path of jsonText
-// does: text output escapes them anyway, and raw output should not depend on which path
-// ran. On error dst is returned unchanged.
-func appendJSONText(dst, q []byte) ([]byte, error) {
-	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-		return dst, errBadString
-	}
-	orig := len(dst)
-	s := q[1 : len(q)-1]
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c != '\\' {
-			if c == '"' {
-				return dst[:orig], errBadString
-			}
-			j := i + 1
-			for j < len(s) && s[j] != '\\' && s[j] != '"' {
-				j++
-			}
-			dst = append(dst, s[i:j]...)
-			i = j
-			continue
-		}
-		if i+1 >= len(s) {
-			return dst[:orig], errBadString
-		}
-		switch e := s[i+1]; e {
-		case '"', '\\', '/':
-			dst = append(dst, e)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := getu4(s[i:])
-			if r < 0 {
-				return dst[:orig], errBadString
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				// A valid pair consumes the second escape; anything else leaves it to
-				// be read on its own, as encoding/json does.
-				if r2 := getu4(s[i:]); r2 >= 0 {
-					if dec := utf16.DecodeRune(r, r2); dec != unicode.ReplacementChar {
-						r = dec
-						i += 6
-					} else {
-						r = unicode.ReplacementChar
-					}
-				} else {
-					r = unicode.ReplacementChar
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-			continue
-		default:
-			return dst[:orig], errBadString
-		}
-		i += 2
-	}
-	return dst, nil
-}
-
-// getu4 decodes \uXXXX at the start of s, or returns -1.
-func getu4(s []byte) rune {
-	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
+	return dst
 }

@@ -1,9 +1,6 @@
 package render
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +69,9 @@ type Options struct {
 	UTC bool
 	// Location shows text times in this zone; nil means time.Local. Tests pin it.
 	Location *time.Location
+	// EscapeRaw escapes control characters in Raw payloads as the text format does: raw
+	// output to a terminal must not let a payload drive it (set its title, recolour it).
+	EscapeRaw bool
 	// Color styles the text format's tag, key and time. The caller decides (--color, a
 	// terminal, NO_COLOR); the renderer then forces colour on, so what is asked for is
 	// what is written whatever the environment says.
@@ -86,6 +86,7 @@ type Renderer struct {
 	delim  []byte
 	tmpl   *template.Template
 	tmplNL bool // the template source already ends in a newline
+	escRaw bool
 	// tag, key and clock wrap the styled parts of a colour text line.
 	tag, key, clock affix
 }
@@ -110,7 +111,7 @@ func affixOf(s lipgloss.Style) affix {
 // template, an unknown format, a template given with another format), so the caller
 // can map them all to exit 2.
 func New(o Options) (*Renderer, error) {
-	r := &Renderer{format: o.Format, loc: o.Location}
+	r := &Renderer{format: o.Format, loc: o.Location, escRaw: o.EscapeRaw}
 	switch {
 	case o.UTC:
 		r.loc = time.UTC
@@ -140,13 +141,13 @@ func New(o Options) (*Renderer, error) {
 		}
 		t, err := template.New("template").Parse(o.Template)
 		if err != nil {
-			return nil, err
+			return nil, templateErr(err)
 		}
 		// text/template finds an unknown field only when it runs. Running it once here
 		// on a sample message makes a typo a usage error before anything is consumed,
 		// instead of a failure on every message, each of which would be given back.
 		if err := t.Execute(io.Discard, sampleData()); err != nil {
-			return nil, err
+			return nil, templateErr(err)
 		}
 		r.tmpl = t
 		r.tmplNL = strings.HasSuffix(o.Template, "\n")
@@ -174,8 +175,11 @@ func (r *Renderer) Append(dst []byte, m *client.Message) ([]byte, error) {
 	case JSON:
 		dst, err = appendJSON(dst, m)
 	case Raw:
-		dst, err = appendPayload(dst, m)
+		dst, _, err = m.AppendPayload(dst)
 		if err == nil {
+			if r.escRaw {
+				dst = escapeTail(dst, orig)
+			}
 			dst = append(dst, r.delim...)
 		}
 	case Template:
@@ -207,13 +211,11 @@ func (r *Renderer) appendText(dst []byte, m *client.Message) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, r.key.pre...)
 	dst = append(dst, "key="...)
-	keyAt := len(dst)
-	dst, hasKey, err := appendKey(dst, m)
+	dst, hasKey, err := appendKeyText(dst, m, true)
 	if err != nil {
 		return dst, err
 	}
 	if hasKey {
-		dst = escapeTail(dst, keyAt)
 		dst = append(dst, r.key.post...)
 		dst = append(dst, ' ')
 	} else {
@@ -228,107 +230,4 @@ func (r *Renderer) appendText(dst []byte, m *client.Message) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, '\n'), nil
-}
-
-// binaryHead is how many bytes of a binary payload the text line shows in hex: enough to
-// recognise a file signature (PNG, gzip, protobuf tags) without flooding the line.
-const binaryHead = 16
-
-// appendPayloadText appends the payload as a person should see it, escaped for a
-// terminal. A JSON value is shown verbatim, compacted only when it spans lines so the
-// record stays one line; a JSON string as its text. A binary payload is summarised as
-// `(binary, N bytes) 89504e47…` when summary is set, else shown as its escaped bytes.
-func appendPayloadText(dst []byte, m *client.Message, summary bool) ([]byte, error) {
-	kind, v, err := classify(m)
-	if err != nil {
-		return dst, err
-	}
-	switch kind {
-	case kindString:
-		if t, ok := plainJSONString(v); ok {
-			return appendEscaped(dst, t), nil
-		}
-		start := len(dst)
-		dst, err = appendJSONText(dst, v)
-		if err != nil {
-			return dst, err
-		}
-		return escapeTail(dst, start), nil
-	case kindBinary:
-		if summary {
-			return appendBinarySummary(dst, v)
-		}
-		b64, err := jsonText(v)
-		if err != nil {
-			return dst, err
-		}
-		start := len(dst)
-		dst, err = base64.StdEncoding.AppendDecode(dst, b64)
-		if err != nil {
-			return dst[:start], fmt.Errorf("payload is not valid base64: %w", err)
-		}
-		return escapeTail(dst, start), nil
-	}
-	if bytes.IndexByte(v, '\n') >= 0 || bytes.IndexByte(v, '\r') >= 0 {
-		start := len(dst)
-		buf := bytes.NewBuffer(dst) // Compact appends after what dst holds
-		if json.Compact(buf, v) == nil {
-			return escapeTail(buf.Bytes(), start), nil
-		}
-		// Not valid JSON after all: show it escaped rather than refuse it.
-	}
-	return appendEscaped(dst, v), nil
-}
-
-// appendBinarySummary appends `(binary, N bytes) 89504e47…` for the base64 JSON string q.
-// The payload is decoded in chunks on the stack, which checks all of it and counts its
-// bytes without holding up to a mebibyte just to show sixteen of them.
-func appendBinarySummary(dst, q []byte) ([]byte, error) {
-	b64, err := jsonText(q)
-	if err != nil {
-		return dst, err
-	}
-	var head [binaryHead]byte
-	var chunk [768]byte // decodes 1024 base64 characters, a multiple of 4
-	nHead, total := 0, 0
-	for i := 0; i < len(b64); i += 1024 {
-		n, err := base64.StdEncoding.Decode(chunk[:], b64[i:min(i+1024, len(b64))])
-		if err != nil {
-			// StdEncoding skips \r and \n, which shift chunk boundaries; the node
-			// never sends them, but a whole decode settles it either way.
-			return appendBinarySummaryWhole(dst, b64)
-		}
-		nHead += copy(head[nHead:], chunk[:n])
-		total += n
-	}
-	return appendSummary(dst, head[:nHead], total), nil
-}
-
-// appendBinarySummaryWhole decodes b64 into dst's spare room, for the rare input the
-// chunked decode cannot handle.
-func appendBinarySummaryWhole(dst, b64 []byte) ([]byte, error) {
-	start := len(dst)
-	out, err := base64.StdEncoding.AppendDecode(dst, b64)
-	if err != nil {
-		return dst, fmt.Errorf("payload is not valid base64: %w", err)
-	}
-	var head [binaryHead]byte
-	n := copy(head[:], out[start:])
-	return appendSummary(out[:start], head[:n], len(out)-start), nil
-}
-
-func appendSummary(dst, head []byte, total int) []byte {
-	dst = append(dst, "(binary, "...)
-	dst = strconv.AppendInt(dst, int64(total), 10)
-	dst = append(dst, " bytes)"...)
-	if len(head) > 0 {
-		dst = append(dst, ' ')
-		for _, c := range head {
-			dst = append(dst, hexDigits[c>>4], hexDigits[c&0xf])
-		}
-	}
-	if total > len(head) {
-		dst = append(dst, "…"...)
-	}
-	return dst
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
@@ -174,6 +176,15 @@ func TestTextInjection(t *testing.T) {
 		{"key with ESC, BEL and newline", with(func(m *client.Message) {
 			m.Key = ptr("\x1b]0;title\x07\nnext\u009b")
 		}), `[p4 @0] key=\x1b]0;title\x07\nnext\u009b 03:06:49 {"order_id": "ord_123", "amount": 4999}` + "\n"},
+		{"bidi override in a text payload", with(func(m *client.Message) {
+			m.Payload = json.RawMessage(`"amount: 10\u202e00001\u202c EUR"`)
+		}), `[p4 @0] key=customer-42 03:06:49 amount: 10\u202e00001\u202c EUR` + "\n"},
+		{"bidi isolates raw in a JSON payload", with(func(m *client.Message) {
+			m.Payload = json.RawMessage("{\"user\":\"\u2067admin\u2069\"}")
+		}), `[p4 @0] key=customer-42 03:06:49 {"user":"\u2067admin\u2069"}` + "\n"},
+		{"zero-width characters in a key", with(func(m *client.Message) {
+			m.Key = ptr("cust\u200bomer\ufeff-42\u2060")
+		}), `[p4 @0] key=cust\u200bomer\ufeff-42\u2060 03:06:49 {"order_id": "ord_123", "amount": 4999}` + "\n"},
 		{"base64 key with ESC", with(func(m *client.Message) {
 			m.Key = ptr(b64("\x1b[1A\xff"))
 			m.KeyEncoding = "base64"
@@ -195,7 +206,7 @@ func TestTextInjection(t *testing.T) {
 func assertInert(t *testing.T, s string) {
 	t.Helper()
 	for i, r := range s {
-		if r < 0x20 || r == 0x7f || isC1(r) {
+		if r < 0x20 || r == 0x7f || isC1(r) || isInvisible(r) {
 			t.Errorf("control character %U at %d in %q", r, i, s)
 		}
 	}
@@ -345,11 +356,11 @@ func TestJSONRoundTrip(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &back); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
-		want, err := DecodePayload(m)
+		want, err := m.PayloadBytes()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := DecodePayload(&back)
+		got, err := back.PayloadBytes()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -473,6 +484,39 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
+// A template error is worded for its writer: where in the template, and what kind of
+// value was asked for a field, never a Go type of this package; at run time it still
+// unwraps to text/template's ExecError.
+func TestTemplateErrorsNameNoGoTypes(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		"{{.Nope}}":           "<.Nope> (line 1, column 2): can't evaluate field Nope in a message",
+		"{{.Payload.X}}":      "<.Payload.X> (line 1, column 10): can't evaluate field X in text",
+		"{{.Offset.X}}":       "<.Offset.X> (line 1, column 9): can't evaluate field X in a number",
+		"a\n{{.Partition.X}}": "<.Partition.X> (line 2, column 12): can't evaluate field X in a number",
+		"{{.Time.X}}":         "<.Time.X> (line 1, column 7): can't evaluate field X in a time",
+		"{{nosuch}}":          `line 1: function "nosuch" not defined`,
+		"{{":                  "line 1: unclosed action",
+	} {
+		_, err := New(Options{Format: Template, Template: tmpl})
+		if err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", tmpl, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "render.") || strings.Contains(err.Error(), "templateData") ||
+			strings.Contains(err.Error(), `"template"`)) {
+			t.Errorf("%q: %v names Go internals", tmpl, err)
+		}
+	}
+
+	// Passes the sample, fails on a real message: a short payload.
+	r := mustNew(t, Options{Format: Template, Template: "{{slice .Payload 0 3}}"})
+	m := &client.Message{Topic: "t", Payload: json.RawMessage(`"ab"`)}
+	_, err := r.Append(nil, m)
+	var execErr template.ExecError
+	if err == nil || !errors.As(err, &execErr) || strings.Contains(err.Error(), "templateData") {
+		t.Errorf("run-time error %v: want a worded text/template ExecError", err)
+	}
+}
+
 // TestAppendErrors: a message that cannot be rendered is an error naming it, and dst
 // comes back as it was, so nothing half-written reaches the output.
 func TestAppendErrors(t *testing.T) {
@@ -500,6 +544,9 @@ func TestAppendErrors(t *testing.T) {
 		for _, tt := range tests {
 			if f == Raw && strings.Contains(tt.name, "key") {
 				continue // raw output does not show keys
+			}
+			if f == Text && strings.Contains(tt.name, "unknown") {
+				continue // the text line shows it as such: TestUnknownEncodingShownAsSuch
 			}
 			t.Run(f.String()+"/"+tt.name, func(t *testing.T) {
 				dst := append([]byte(nil), prefix...)
@@ -542,37 +589,6 @@ func TestParseFormat(t *testing.T) {
 	}
 	if got := Template.String(); got != "template" {
 		t.Errorf("Template.String() = %q", got)
-	}
-}
-
-func TestDecodePayload(t *testing.T) {
-	tests := []struct {
-		name    string
-		payload string
-		enc     string
-		want    string
-	}{
-		{"JSON object raw", `{"a": 1}`, "", `{"a": 1}`},
-		{"multi-line JSON exact", "{\n \"a\": 1\n}\n", "", "{\n \"a\": 1\n}\n"},
-		{"JSON string text", `"hi"`, "", "hi"},
-		{"JSON string escapes", `"\"\\\/\b\f\n\r\t\u0041\u00e9\ud83d\ude00"`, "", "\"\\/\b\f\n\r\tAé😀"},
-		{"lone surrogates", `"\ud800x\udc00\ud800\u0041"`, "", "\uFFFDx\uFFFD\uFFFDA"},
-		{"base64", `"AAH/"`, "base64", "\x00\x01\xff"},
-		{"base64 with escaped slash", `"\/\/8="`, "base64", "\xff\xff"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := &client.Message{Payload: json.RawMessage(tt.payload), PayloadEncoding: tt.enc}
-			got, err := DecodePayload(m)
-			if err != nil || string(got) != tt.want {
-				t.Errorf("got %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
-	for _, bad := range []string{`"\x"`, `"\u12"`, `"a"b"`, `"\`} {
-		if got, err := DecodePayload(&client.Message{Payload: json.RawMessage(bad)}); err == nil {
-			t.Errorf("DecodePayload(%s) = %q, want error", bad, got)
-		}
 	}
 }
 
@@ -633,10 +649,61 @@ func TestJSONPayloadC1(t *testing.T) {
 			if err := json.Unmarshal([]byte(got), &back); err != nil {
 				t.Fatal(err)
 			}
-			want, _ := DecodePayload(tt.m)
-			if b, err := DecodePayload(&back); err != nil || !bytes.Equal(b, want) {
+			want, _ := tt.m.PayloadBytes()
+			if b, err := back.PayloadBytes(); err != nil || !bytes.Equal(b, want) {
 				t.Errorf("payload %q came back as %q (%v)", want, b, err)
 			}
 		})
+	}
+}
+
+// TestUnknownEncodingShownAsSuch: an encoding this client does not know is named on the
+// text line, never guessed at; raw output and a template, which promise the content,
+// refuse the message with an error naming it (it is then given back).
+func TestUnknownEncodingShownAsSuch(t *testing.T) {
+	zstd := with(func(m *client.Message) {
+		m.Payload = json.RawMessage(`"KLUv/QBYAQAA"`)
+		m.PayloadEncoding = "zstd"
+	})
+	text := mustNew(t, Options{Location: seedZone})
+	if got, want := render(t, text, zstd), `[p4 @0] key=customer-42 03:06:49 (unknown payload_encoding "zstd")`+"\n"; got != want {
+		t.Errorf("text:\ngot  %q\nwant %q", got, want)
+	}
+	hostile := with(func(m *client.Message) {
+		m.PayloadEncoding = "\x1b[2J\u202e"
+		m.Key, m.KeyEncoding = ptr("a"), "rot13"
+	})
+	got := render(t, text, hostile)
+	if want := `[p4 @0] key=(unknown key_encoding "rot13") 03:06:49 (unknown payload_encoding "\x1b[2J\u202e")` + "\n"; got != want {
+		t.Errorf("text, hostile encoding names:\ngot  %q\nwant %q", got, want)
+	}
+	for _, o := range []Options{{Format: Raw}, {Format: Template, Template: "{{.Payload}}"}} {
+		out, err := mustNew(t, o).Append([]byte("before"), zstd)
+		if err == nil || !strings.Contains(err.Error(), `unknown payload_encoding "zstd"`) || string(out) != "before" {
+			t.Errorf("%v: %q, %v; want an error naming the encoding and nothing written", o.Format, out, err)
+		}
+	}
+	// Unpadded base64 is not the API's: text refuses it as the decoder does, rather
+	// than show bytes another part of narad would not agree with.
+	unpadded := with(func(m *client.Message) { m.Payload, m.PayloadEncoding = json.RawMessage(`"AAE"`), "base64" })
+	if _, err := text.Append(nil, unpadded); err == nil {
+		t.Error("text accepted unpadded base64")
+	}
+	if _, err := unpadded.PayloadBytes(); err == nil {
+		t.Error("PayloadBytes accepted unpadded base64")
+	}
+}
+
+// TestRawEscapedForATerminal: -o raw to a terminal escapes what text output escapes;
+// the delimiter is still written as given.
+func TestRawEscapedForATerminal(t *testing.T) {
+	m := with(func(m *client.Message) { m.Payload = json.RawMessage(`"\u001b]0;pwned\u0007\u001b[2J\u202eok\nnext"`) })
+	esc := mustNew(t, Options{Format: Raw, EscapeRaw: true})
+	if got, want := render(t, esc, m), `\x1b]0;pwned\x07\x1b[2J\u202eok\nnext`+"\n"; got != want {
+		t.Errorf("escaped raw:\ngot  %q\nwant %q", got, want)
+	}
+	exact := mustNew(t, Options{Format: Raw})
+	if got, want := render(t, exact, m), "\x1b]0;pwned\x07\x1b[2J\u202eok\nnext\n"; got != want {
+		t.Errorf("raw:\ngot  %q\nwant %q", got, want)
 	}
 }

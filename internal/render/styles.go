@@ -75,6 +75,11 @@ func NewStyles(w io.Writer, color bool) Styles {
 // scripts and tests can rely on: no borders, no escape codes, columns two spaces apart,
 // no trailing spaces. Cells are escaped: they come from the node (topic names and such).
 func Table(w io.Writer, color bool, headers []string, rows [][]string) error {
+	return writeTable(w, color, color || isTerminal(w), headers, rows)
+}
+
+// writeTable is Table with the choice of borders made by the caller.
+func writeTable(w io.Writer, color, bordered bool, headers []string, rows [][]string) error {
 	ncol := len(headers)
 	for _, row := range rows {
 		ncol = max(ncol, len(row))
@@ -84,7 +89,7 @@ func Table(w io.Writer, color bool, headers []string, rows [][]string) error {
 	for i, row := range rows {
 		cells[i] = tableRow(row, ncol, true)
 	}
-	if !color && !isTerminal(w) {
+	if !bordered {
 		return plainTable(w, headers, cells)
 	}
 

@@ -2,6 +2,7 @@ package render
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -67,13 +68,11 @@ func (r *Renderer) appendTemplate(dst []byte, m *client.Message) ([]byte, error)
 		Time:          time.Unix(m.Timestamp, 0).In(r.loc),
 		ReceiptHandle: Escape(m.ReceiptHandle),
 	}
-	kb, hasKey, err := appendKey(nil, m)
+	kb, _, err := appendKeyText(nil, m, false)
 	if err != nil {
 		return dst, err
 	}
-	if hasKey {
-		d.Key = string(appendEscaped(nil, kb))
-	}
+	d.Key = string(kb)
 	pb, err := appendPayloadText(nil, m, false)
 	if err != nil {
 		return dst, err
@@ -82,11 +81,52 @@ func (r *Renderer) appendTemplate(dst []byte, m *client.Message) ([]byte, error)
 
 	w := sliceWriter(dst)
 	if err := r.tmpl.Execute(&w, d); err != nil {
-		return dst, err
+		return dst, templateErr(err)
 	}
 	dst = []byte(w)
 	if !r.tmplNL {
 		dst = append(dst, '\n')
 	}
 	return dst, nil
+}
+
+// templateError words a text/template error for the person who wrote the
+// template: where in it, and what kind of value a field was asked of, never a Go
+// type name of ours. It unwraps to the original (the CLI tells a template that
+// failed from a node that could not be reached by it).
+type templateError struct {
+	err error
+	msg string
+}
+
+func (e *templateError) Error() string { return e.msg }
+func (e *templateError) Unwrap() error { return e.err }
+
+// templatePlace matches the prefix text/template puts on its errors:
+// `template: template:1:2: executing "template" at <.Nope>: ` (column and action
+// only when executing).
+var templatePlace = regexp.MustCompile(`^template: template:(\d+)(?::(\d+))?: (?:executing "template" at (<.*?>): )?`)
+
+// templateKinds names the values a template sees by what they are to its writer.
+var templateKinds = strings.NewReplacer(
+	" in type render.templateData", " in a message",
+	" in type string", " in text",
+	" in type int64", " in a number",
+	" in type int", " in a number",
+	" in type time.Time", " in a time",
+)
+
+func templateErr(err error) error {
+	msg := err.Error()
+	if m := templatePlace.FindStringSubmatch(msg); m != nil {
+		place := "line " + m[1]
+		if m[2] != "" {
+			place += ", column " + m[2]
+		}
+		if m[3] != "" {
+			place = m[3] + " (" + place + ")"
+		}
+		msg = place + ": " + msg[len(m[0]):]
+	}
+	return &templateError{err: err, msg: templateKinds.Replace(msg)}
 }

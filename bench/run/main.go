@@ -1,9 +1,9 @@
 // Command bench measures narad against a baseline for each goal of issue 11, in one
 // run on one machine, and prints the results as the README's Performance table.
 //
-//	go run ./bench                       # every goal
-//	go run ./bench -goals exec,startup   # some of them
-//	go run ./bench -runs 7 -v            # more samples, and each sample on stderr
+//	go run ./bench/run                       # every goal
+//	go run ./bench/run -goals exec,startup   # some of them
+//	go run ./bench/run -runs 7 -v            # more samples, and each sample on stderr
 //
 // Every figure is a median of -runs samples, baseline and narad alternating (which
 // one goes first alternates too), so that a machine whose load changes during the
@@ -61,7 +61,7 @@ func main() {
 	flag.IntVar(&b.starts, "starts", 100, "process starts per start-up sample")
 	flag.IntVar(&b.execN, "exec-n", 2000, "messages (commands) for the exec goal")
 	flag.IntVar(&b.produceN, "produce-n", 100000, "lines for the produce goal")
-	flag.IntVar(&b.produceJ, "produce-j", 4, "requests in flight for the produce goal (narad -j and the raw loop alike)")
+	flag.IntVar(&b.produceJ, "produce-j", 8, "requests in flight for the produce goal (narad -j and the raw loop alike)")
 	flag.IntVar(&b.drainN, "drain-n", 20000, "messages for the drain goal")
 	flag.IntVar(&b.legacyN, "legacy-n", 5000, "messages for the older-node goal")
 	flag.IntVar(&b.memN, "mem-n", 100000, "messages for the memory goal's large drain (the small one is 1% of it)")
@@ -165,7 +165,7 @@ func describeMachine() string {
 }
 
 func printTable(rows []row, machine string) {
-	fmt.Printf("Measured %s by `go run ./bench` (%s).\n\n", time.Now().UTC().Format("2006-01-02"), machine)
+	fmt.Printf("Measured %s by `go run ./bench/run` (%s).\n\n", time.Now().UTC().Format("2006-01-02"), machine)
 	fmt.Println("| goal | command | baseline | baseline | narad | ratio | target |")
 	fmt.Println("|---|---|---|---:|---:|---:|---|")
 	for _, r := range rows {

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/bench"
+	"github.com/narad/narad/internal/devbroker"
+	"github.com/narad/narad/internal/iostreams"
+)
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{
+		"1": 1, "100": 100, "256B": 256, "1KiB": 1024, "1kib": 1024, "4k": 4096, "4K": 4096, "1Ki": 1024,
+		"1kB": 1000, "2MB": 2_000_000, "1MiB": 1 << 20, "1m": 1 << 20, "1.5KiB": 1536, "0.5k": 512,
+		" 64 KiB ": 64 << 10, "1GiB": 1 << 30,
+	}
+	for in, want := range good {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "KiB", "-1", "1.3", "1.0001KiB", "1x", "1 K B", "1e3", "0x10", "1..2", "1TiB", "1KiBs"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		}
+	}
+}
+
+// Flags become BenchOptions; the engine is not run.
+func TestBenchFlags(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	f := &Factory{IO: ios, Getenv: func(string) string { return "" }, Now: time.Now, Signals: NewSignals()}
+	var got *BenchOptions
+	cmd := benchCmd(f, func(_ *Factory, o *BenchOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"t", "--size", "1KiB", "--count", "5", "-j", "3", "--keys", "4", "--payload", "json",
+		"--consume", "--create", "--partitions", "2", "--delete", "-o", "json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := BenchOptions{Topic: "t", Count: 5, Size: 1024, Concurrency: 3, Keys: 4, Payload: bench.JSON,
+		Consume: true, Create: true, Partitions: 2, Delete: true, Output: "json"}
+	if *got != want {
+		t.Errorf("options %+v, want %+v", *got, want)
+	}
+	cmd = benchCmd(f, func(_ *Factory, o *BenchOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"t"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Count != 10000 || got.Size != 256 || got.Concurrency != 8 || got.Payload != bench.Text || got.Consume {
+		t.Errorf("defaults %+v", *got)
+	}
+}
+
+// benchJSON is -o json as --help documents it; decoding rejects any other field.
+type benchJSON struct {
+	Topic       string `json:"topic"`
+	Count       int    `json:"count"`
+	Size        int    `json:"size"`
+	Payload     string `json:"payload"`
+	Keys        int    `json:"keys"`
+	Concurrency int    `json:"concurrency"`
+	Produce     struct {
+		benchPhaseJSON
+		Failed  *int64 `json:"failed"`
+		Unknown *int64 `json:"unknown"`
+	} `json:"produce"`
+	Consume *struct {
+		benchPhaseJSON
+		Acked *int64 `json:"acked"`
+		Left  *int64 `json:"left"`
+	} `json:"consume"`
+	Interrupted *bool `json:"interrupted"`
+}
+
+type benchPhaseJSON struct {
+	Messages   *int64   `json:"messages"`
+	Bytes      *int64   `json:"bytes"`
+	Seconds    *float64 `json:"seconds"`
+	MsgsPerSec *float64 `json:"msgs_per_sec"`
+	MBPerSec   *float64 `json:"mb_per_sec"`
+	Requests   *int64   `json:"requests"`
+	Batch      *bool    `json:"batch"`
+	Latency    *struct {
+		P50 *float64 `json:"p50"`
+		P95 *float64 `json:"p95"`
+		P99 *float64 `json:"p99"`
+		Max *float64 `json:"max"`
+	} `json:"latency_ms"`
+}
+
+// complete reports whether every documented field of a phase was there.
+func (p *benchPhaseJSON) complete() bool {
+	l := p.Latency
+	return p.Messages != nil && p.Bytes != nil && p.Seconds != nil && p.MsgsPerSec != nil && p.MBPerSec != nil &&
+		p.Requests != nil && p.Batch != nil && l != nil && l.P50 != nil && l.P95 != nil && l.P99 != nil && l.Max != nil
+}
+
+func decodeBenchJSON(t *testing.T, out string) benchJSON {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	var r benchJSON
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("stdout %q: %v", out, err)
+	}
+	if dec.More() {
+		t.Fatalf("stdout %q: more than one JSON document", out)
+	}
+	return r
+}
+
+func TestBenchJSONHasTheDocumentedFields(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	res := runCLI(t, nil, false, "bench", "t", "--count", "300", "--size", "1KiB", "--consume", "-o", "json", "-s", b.URL())
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	r := decodeBenchJSON(t, res.stdout)
+	if r.Topic != "t" || r.Count != 300 || r.Size != 1024 || r.Payload != "text" || r.Concurrency != 8 {
+		t.Errorf("settings %+v", r)
+	}
+	if !r.Produce.complete() || r.Produce.Failed == nil || r.Produce.Unknown == nil || r.Interrupted == nil {
+		t.Fatalf("produce or top level lacks a documented field: %s", res.stdout)
+	}
+	if r.Consume == nil || !r.Consume.complete() || r.Consume.Acked == nil || r.Consume.Left == nil {
+		t.Fatalf("consume lacks a documented field: %s", res.stdout)
+	}
+	if *r.Produce.Messages != 300 || *r.Consume.Messages != 300 || *r.Consume.Acked != 300 || *r.Produce.Bytes != 300*1024 {
+		t.Errorf("produced %d (%d bytes), consumed %d, acked %d: want 300 each", *r.Produce.Messages, *r.Produce.Bytes,
+			*r.Consume.Messages, *r.Consume.Acked)
+	}
+	if !*r.Produce.Batch || !*r.Consume.Batch || *r.Interrupted {
+		t.Errorf("batch %v/%v interrupted %v: want batch forms, not interrupted", *r.Produce.Batch, *r.Consume.Batch, *r.Interrupted)
+	}
+	if !strings.Contains(res.stderr, "narad: warning: bench writes 300 messages of 1.0 KiB into t, then consumes and acks") {
+		t.Errorf("stderr %q: want the warning that bench writes into the topic", res.stderr)
+	}
+	// Without --consume there is no consume phase, and nothing is taken.
+	res = runCLI(t, nil, false, "bench", "t", "--count", "10", "-o", "json", "-s", b.URL())
+	if r := decodeBenchJSON(t, res.stdout); res.code != 0 || r.Consume != nil || *r.Produce.Messages != 10 {
+		t.Errorf("exit %d, stdout %s: want 10 produced and no consume phase", res.code, res.stdout)
+	}
+	if st, _ := b.Stats("t"); st.Available() != 10 {
+		t.Errorf("%d available, want the 10 bench left", st.Available())
+	}
+}
+
+// ackGate is a dev broker whose acks, after the first one, wait for open: the consume
+// phase is surely under way while they wait.
+func ackGate(t *testing.T, b *devbroker.Broker) (url string, firstAck <-chan struct{}, open func()) {
+	t.Helper()
+	gate, first := make(chan struct{}), make(chan struct{})
+	var acks atomic.Int64
+	var once sync.Once
+	open = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/ack") {
+			if acks.Add(1) == 1 {
+				defer close(first)
+			} else {
+				select {
+				case <-gate:
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+		b.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, first, open
+}
+
+// Ctrl-C during the consume phase: what was measured is printed, whatever was taken is
+// acked or given back (nothing stays leased), and the exit is 130.
+func TestBenchInterruptedDuringConsume(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	url, firstAck, open := ackGate(t, b)
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, out, errOut := iostreams.Test()
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(f, []string{"bench", "t", "--count", "2000", "--size", "8", "-j", "4", "--consume", "-o", "json", "-s", url})
+	}()
+	select {
+	case <-firstAck:
+	case code := <-done:
+		t.Fatalf("bench ended (exit %d) before its first ack: %s", code, errOut)
+	}
+	f.Signals.Trigger(syscall.SIGINT)
+	open()
+	if code := <-done; code != ExitInterrupted {
+		t.Errorf("exit %d, want 130; stderr %s", code, errOut)
+	}
+	r := decodeBenchJSON(t, out.String())
+	if !*r.Interrupted || r.Consume == nil || *r.Produce.Messages != 2000 || *r.Consume.Messages >= 2000 {
+		t.Errorf("report %s: want interrupted during consume, 2000 produced", out)
+	}
+	st, err := b.Stats("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.InFlight() != 0 || st.Acked() != int(*r.Consume.Acked) || st.Available()+st.Acked() != 2000 {
+		t.Errorf("broker available=%d inflight=%d acked=%d, report acked %d: want nothing leased, the rest available",
+			st.Available(), st.InFlight(), st.Acked(), *r.Consume.Acked)
+	}
+	if !bytes.Contains(errOut.Bytes(), []byte("narad: interrupted: the figures are what was measured until then; bench's messages still in t: ")) {
+		t.Errorf("stderr %q: want the interruption said", errOut)
+	}
+}

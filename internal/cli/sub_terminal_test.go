@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/devbroker"
+	"github.com/narad/narad/internal/iostreams"
+)
+
+// subBroker starts a devbroker with topic t holding the given payloads.
+func subBroker(t *testing.T, payloads ...string) *devbroker.Broker {
+	t.Helper()
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	for _, p := range payloads {
+		if _, _, err := b.Produce("t", "", []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// runTTY runs narad in-process with stdout and stderr terminals as given; during, if
+// set, runs alongside with the run's Signals.
+func runTTY(t *testing.T, stdoutTTY, stderrTTY bool, during func(*Signals), args ...string) cliResult {
+	t.Helper()
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, out, errOut := iostreams.Test()
+	ios.SetTTY(false, stdoutTTY, stderrTTY)
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "config.yaml")}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	if during != nil {
+		go during(f.Signals)
+	}
+	code := Run(f, args)
+	return cliResult{code, out.String(), errOut.String()}
+}
+
+func TestSubOnATerminalSaysWhatItDoes(t *testing.T) {
+	b := subBroker(t, "a", "b")
+	r := runTTY(t, true, true, nil, "sub", "t", "-s", b.URL(), "--count", "2", "-o", "raw")
+	want := "consuming t on " + b.URL() + ": each message is acked once printed (Ctrl-C to stop)\n" +
+		"received 2, acked 2\n"
+	if r.code != 0 || r.stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", r.code, r.stderr, want)
+	}
+	// --peek takes nothing, and says so.
+	r = runTTY(t, true, true, nil, "sub", "t", "-s", b.URL(), "--peek", "--from-beginning", "--count", "2")
+	if want := "watching t on " + b.URL() + ": takes nothing, acks nothing (Ctrl-C to stop)\n"; r.code != 0 || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("peek: exit %d, stderr %q, want it to start with %q", r.code, r.stderr, want)
+	}
+	if _, _, err := b.Produce("t", "", []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	r = runTTY(t, true, true, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--no-ack")
+	if !strings.Contains(r.stderr, "messages are printed, not acked: their leases run out (--no-ack)") {
+		t.Errorf("--no-ack: stderr %q", r.stderr)
+	}
+}
+
+func TestSubNotATerminalSaysNothing(t *testing.T) {
+	b := subBroker(t, "a")
+	r := runTTY(t, false, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-o", "raw")
+	if r.code != 0 || r.stderr != "" || r.stdout != "a\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the message and nothing on stderr", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestSubStatsTableFits: --stats on a terminal is the table, and it fits in 80
+// columns (a bordered one-row table of every counter would not).
+func TestSubStatsTableFits(t *testing.T) {
+	b := subBroker(t, "a")
+	r := runTTY(t, true, true, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--stats", "--color", "always")
+	summary := r.stderr
+	if _, after, ok := strings.Cut(r.stderr, "(Ctrl-C to stop)\n"); ok {
+		summary = after // the banner says what the issue asks for, at the URL's length
+	}
+	for _, line := range strings.Split(summary, "\n") {
+		if w := len([]rune(stripSGR(line))); w > 80 {
+			t.Errorf("line of %d columns: %q", w, line)
+		}
+	}
+	if !strings.Contains(r.stderr, "lease_lost") {
+		t.Errorf("no table: %q", r.stderr)
+	}
+}
+
+// stripSGR drops colour escapes, to measure what the terminal shows.
+func stripSGR(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0x1b {
+			for i < len(s) && s[i] != 'm' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// TestSubFatalErrorWithoutZeroSummary: a run that failed before anything happened
+// prints the error alone, not a row of zeros in front of it.
+func TestSubFatalErrorWithoutZeroSummary(t *testing.T) {
+	b := subBroker(t)
+	r := runTTY(t, true, true, nil, "sub", "nosuch", "-s", b.URL(), "--count", "1")
+	if r.code != ExitFailed || strings.Contains(r.stderr, "received") {
+		t.Errorf("exit %d, stderr:\n%s\nwant the error alone", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "narad: ") {
+		t.Errorf("no error line: %q", r.stderr)
+	}
+}
+
+// TestSubSummaryAfterCtrlC: the terminal echoes ^C where the cursor is; the summary
+// starts on a fresh line.
+func TestSubSummaryAfterCtrlC(t *testing.T) {
+	b := subBroker(t)
+	r := runTTY(t, true, true, func(s *Signals) {
+		for deadline := time.Now().Add(20 * time.Second); b.Requests("consume") == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		s.Trigger(syscall.SIGINT)
+	}, "sub", "t", "-s", b.URL(), "--wait", "30s")
+	if !strings.HasSuffix(r.stderr, "(Ctrl-C to stop)\n\nreceived 0, acked 0\n") {
+		t.Errorf("stderr %q: want the summary on a line of its own after ^C", r.stderr)
+	}
+}
+
+// TestRawOnATerminalIsEscaped: -o raw to a terminal cannot set the window title or
+// clear the screen, unless --unsafe-raw; to a file or pipe the bytes are exact.
+func TestRawOnATerminalIsEscaped(t *testing.T) {
+	hostile := "\x1b]0;pwned\x07\x1b[2J\u202eok"
+	b := subBroker(t, hostile, hostile, hostile)
+	r := runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-o", "raw")
+	if want := `\x1b]0;pwned\x07\x1b[2J\u202eok` + "\n"; r.stdout != want {
+		t.Errorf("terminal: %q, want %q", r.stdout, want)
+	}
+	r = runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-o", "raw", "--unsafe-raw")
+	if r.stdout != hostile+"\n" {
+		t.Errorf("--unsafe-raw: %q", r.stdout)
+	}
+	r = runTTY(t, false, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-o", "raw")
+	if r.stdout != hostile+"\n" {
+		t.Errorf("not a terminal: %q", r.stdout)
+	}
+	r = runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--unsafe-raw")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--unsafe-raw needs -o raw") {
+		t.Errorf("--unsafe-raw without -o raw: exit %d, %q", r.code, r.stderr)
+	}
+}

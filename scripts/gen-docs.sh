@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Regenerates what is checked in beside the code from the command tree itself
+# (the hidden `narad gen-docs`): completions/, man/ and docs/cli/.
+#
+#   scripts/gen-docs.sh           rewrite them (stale pages of removed commands go too)
+#   scripts/gen-docs.sh --check   regenerate into a temporary directory and fail,
+#                                 showing the difference, if anything checked in differs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+check=false
+case "${1:-}" in
+  "") ;;
+  --check) check=true ;;
+  *) echo "usage: scripts/gen-docs.sh [--check]" >&2; exit 2 ;;
+esac
+
+generated=(completions man docs/cli)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+go build -o "$tmp/narad" ./cmd/narad
+"$tmp/narad" gen-docs "$tmp/out" 2>/dev/null
+
+if $check; then
+  drift=0
+  for d in "${generated[@]}"; do
+    if ! diff -ru "$d" "$tmp/out/$d"; then
+      drift=1
+    fi
+  done
+  if [ "$drift" -ne 0 ]; then
+    echo "gen-docs: completions/, man/ or docs/cli/ differ from the commands; run scripts/gen-docs.sh and commit" >&2
+    exit 1
+  fi
+  echo "gen-docs: completions/, man/ and docs/cli/ are up to date"
+  exit 0
+fi
+
+for d in "${generated[@]}"; do
+  rm -rf "$d"
+  mkdir -p "$(dirname "$d")"
+  cp -R "$tmp/out/$d" "$d"
+done
+echo "gen-docs: wrote ${generated[*]}"
