@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,10 @@ func Main(args []string) int {
 
 // Run executes one invocation against f and returns the exit code; it prints the
 // one fatal line itself so that no command ever prints a stack trace or usage dump.
-func Run(f *Factory, args []string) (code int) {
+func Run(f *Factory, args []string) int { return run(f, args, newRootFor) }
+
+// run is Run with the command tree from build (a test compares trees).
+func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Command) (code int) {
 	defer func() {
 		// A panic is a bug, but the user still gets one line and a failing code.
 		if r := recover(); r != nil {
@@ -71,7 +75,7 @@ func Run(f *Factory, args []string) (code int) {
 			code = ExitFailed
 		}
 	}()
-	root := NewRootCmd(f)
+	root := build(f, args)
 	root.SetArgs(args)
 	err := root.Execute()
 	code = exitCodeFor(err)
@@ -104,6 +108,78 @@ func oneLine(s string) string {
 
 // NewRootCmd builds a fresh command tree (no global state: tests build many).
 func NewRootCmd(f *Factory) *cobra.Command {
+	root := newRoot(f)
+	for _, t := range topCommands() {
+		addGroup(root, t.group, t.build(f))
+	}
+	root.AddCommand(newGenDocsCmd(f))
+	strictHelp(root)
+	teach(root)
+	addCompletions(f, root)
+	return root
+}
+
+// topCommand is a command of the root, with its name and aliases known before it is
+// built (a test keeps them equal to what the command says).
+type topCommand struct {
+	name    string
+	aliases []string
+	group   string
+	build   func(*Factory) *cobra.Command
+}
+
+// topCommands are the root's commands, in the order help lists them.
+func topCommands() []topCommand {
+	settle := func(name string, a client.Action) func(*Factory) *cobra.Command {
+		return func(f *Factory) *cobra.Command { return newSettleCmd(f, name, a) }
+	}
+	return []topCommand{
+		{"sub", nil, "messages", newSubCmd},
+		{"produce", []string{"pub"}, "messages", newProduceCmd},
+		{"ack", nil, "messages", settle("ack", client.Ack)},
+		{"extend", nil, "messages", settle("extend", client.Extend)},
+		{"nack", nil, "messages", settle("nack", client.Nack)},
+		{"replay", nil, "messages", newReplayCmd},
+		{"topic", nil, "admin", newTopicCmd},
+		{"user", nil, "admin", newUserCmd},
+		{"cluster", nil, "admin", newClusterCmd},
+		{"status", nil, "admin", newStatusCmd},
+		{"bench", nil, "admin", newBenchCmd},
+		{"dev", nil, "local", newDevCmd},
+		{"demo", nil, "local", newDemoCmd},
+		{"context", nil, "setup", newContextCmd},
+		{"version", nil, "setup", newVersionCmd},
+		{"completion", nil, "setup", newCompletionCmd},
+	}
+}
+
+// newRootFor builds the root with only the command args run: building all sixteen
+// with their flags was most of what narad's start-up cost beyond its libraries'.
+// Cobra's own Find picks the command, on stand-ins that carry only the names, so
+// the flags before it are read as cobra reads them. Anything else gets the whole
+// tree: no command, help, --version, completion and gen-docs (they describe every
+// command), a name cobra does not find (its error suggests the near ones). Flag
+// completions are only for completion (cobra's __complete), so they are left out.
+func newRootFor(f *Factory, args []string) *cobra.Command {
+	root := newRoot(f)
+	tops := topCommands()
+	for _, t := range tops {
+		root.AddCommand(&cobra.Command{Use: t.name, Aliases: t.aliases, Run: func(*cobra.Command, []string) {}})
+	}
+	found, _, err := root.Find(args)
+	i := slices.IndexFunc(tops, func(t topCommand) bool { return found != nil && t.name == found.Name() })
+	if err != nil || i < 0 || found.Name() == "completion" {
+		return NewRootCmd(f)
+	}
+	root.ResetCommands()
+	addGroup(root, tops[i].group, tops[i].build(f))
+	strictHelp(root)
+	teach(root)
+	return root
+}
+
+// newRoot is the root command alone, with the global flags.
+func newRoot(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "narad",
 		Short: "Work with a Narad message broker from the command line",
@@ -118,6 +194,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 			"  narad topic ls",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// Our own completion command is in the whole tree; a tree of one command would
+		// otherwise get cobra's, built at every run and never reachable.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch f.global.color {
 			case "auto", "always", "never":
@@ -159,26 +238,11 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		&cobra.Group{ID: "local", Title: "Local broker:"},
 		&cobra.Group{ID: "setup", Title: "Setup:"},
 	)
-	addGroup(root, "messages",
-		newSubCmd(f),
-		newProduceCmd(f),
-		newSettleCmd(f, "ack", client.Ack),
-		newSettleCmd(f, "extend", client.Extend),
-		newSettleCmd(f, "nack", client.Nack),
-		newReplayCmd(f),
-	)
-	addGroup(root, "admin", newTopicCmd(f), newUserCmd(f), newClusterCmd(f), newStatusCmd(f), newBenchCmd(f))
-	addGroup(root, "local", newDevCmd(f), newDemoCmd(f))
-	addGroup(root, "setup", newContextCmd(f), newVersionCmd(f), newCompletionCmd(f))
 	root.SetHelpCommandGroupID("setup")
-	root.AddCommand(newGenDocsCmd(f))
 	v := buildInfo()
 	root.Version = v.Version // --version, printed like `narad version`
 	root.Flags().Bool("version", false, "print the version, as narad version does")
 	root.SetVersionTemplate(versionLine(v) + "\n")
-	strictHelp(root)
-	teach(root)
-	addCompletions(f, root)
 	return root
 }
 

@@ -543,7 +543,7 @@ func shellWord(s string) string {
 
 // requestPrefix is the method and URL a transport error starts with; the handle
 // is already on the line, and the URL repeats it.
-var requestPrefix = regexp.MustCompile(`^[A-Za-z]+ "[^"]*": `)
+var requestPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z]+ "[^"]*": `) })
 
 // settleFailureLine is the stderr line for one handle's result, "" on success:
 // "narad: ack 4:0:123: lease gone (410 receipt handle no longer matches ...)".
@@ -559,7 +559,7 @@ func settleFailureLine(action string, r client.SettleResult) string {
 	case r.Status == http.StatusGone:
 		return fmt.Sprintf("narad: %s %s: lease gone (410 %s)", action, h, msg)
 	case r.Status == 0:
-		return fmt.Sprintf("narad: %s %s: no answer (%s)", action, h, requestPrefix.ReplaceAllString(msg, ""))
+		return fmt.Sprintf("narad: %s %s: no answer (%s)", action, h, requestPrefix().ReplaceAllString(msg, ""))
 	}
 	return fmt.Sprintf("narad: %s %s: failed (%d %s)", action, h, r.Status, msg)
 }

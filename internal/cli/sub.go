@@ -231,6 +231,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	if err := opts.validate(cmd); err != nil {
 		return err
 	}
+	streamGC(f.Getenv)
 	if opts.peek {
 		return peekRun(f, cmd, opts)
 	}

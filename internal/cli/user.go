@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,13 +48,14 @@ func newUserCmd(f *Factory) *cobra.Command {
 
 const userSubcommands = "add, ls, show, grant, passwd or rm"
 
+// Compiled on first use (see topicNameRE).
 var (
-	userNameRE   = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,128}$`)
-	grantPattern = regexp.MustCompile(`^[A-Za-z0-9._-]*\*?$`)
+	userNameRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._@-]+$`) })
+	grantPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]*\*?$`) })
 )
 
 func validateUserName(name string) error {
-	if !userNameRE.MatchString(name) {
+	if len(name) > 128 || !userNameRE().MatchString(name) {
 		return usageErrorf("invalid user name %q (letters, digits, \".\", \"_\", \"@\" and \"-\", at most 128)", name)
 	}
 	return nil
@@ -78,7 +80,7 @@ func parseGrants(specs []string) ([]client.UserGrant, error) {
 		g := client.UserGrant{Action: action}
 		for _, p := range strings.Split(patterns, ",") {
 			p = strings.TrimSpace(p)
-			if p == "" || !grantPattern.MatchString(p) {
+			if p == "" || !grantPattern().MatchString(p) {
 				return nil, usageErrorf("invalid --grant %q (patterns are topic names or prefixes ending in *, e.g. %s:orders-*)", spec, action)
 			}
 			g.Patterns = append(g.Patterns, p)

@@ -288,7 +288,7 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	var out *response
 	if err == nil {
 		var b []byte
-		b, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		b, err = readBody(resp)
 		resp.Body.Close()
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = &cutError{what: "the node's answer was cut short", err: err}

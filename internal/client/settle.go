@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 const (
@@ -279,24 +280,24 @@ func singles(idx []int) [][]int {
 // 64 KiB of body.
 func (s *settler) chunks(pending []int) [][]int {
 	const overhead = len(`{"receipt_handles":[]}`)
-	var jobs [][]int
-	var cur []int
+	// Each batch is a run of pending itself: the round uses them before pending
+	// changes.
+	jobs := make([][]int, 0, (len(pending)+maxBatchHandles-1)/maxBatchHandles)
+	start := 0
 	size := overhead
-	for _, i := range pending {
-		enc, _ := json.Marshal(s.res[i].Handle)
-		n := len(enc)
-		if len(cur) > 0 {
+	for k, i := range pending {
+		n := handleJSONLen(s.res[i].Handle)
+		if k > start {
 			n++ // the comma
 		}
-		if len(cur) > 0 && (len(cur) == maxBatchHandles || size+n > maxBatchBody) {
-			jobs = append(jobs, cur)
-			cur, size, n = nil, overhead, n-1
+		if k > start && (k-start == maxBatchHandles || size+n > maxBatchBody) {
+			jobs = append(jobs, pending[start:k:k])
+			start, size, n = k, overhead, n-1
 		}
-		cur = append(cur, i)
 		size += n
 	}
-	if len(cur) > 0 {
-		jobs = append(jobs, cur)
+	if len(pending) > start {
+		jobs = append(jobs, pending[start:len(pending):len(pending)])
 	}
 	return jobs
 }
@@ -332,14 +333,8 @@ func (s *settler) single(ctx context.Context, i int) {
 
 // batch settles handles with one {"receipt_handles":[...]} body.
 func (s *settler) batch(ctx context.Context, idx []int) {
-	hs := make([]string, len(idx))
-	for k, i := range idx {
-		hs[k] = s.res[i].Handle
-	}
 	r := s.request()
-	r.body, _ = json.Marshal(struct {
-		ReceiptHandles []string `json:"receipt_handles"`
-	}{hs})
+	r.body = s.ackBody(idx)
 	resp, err := s.c.send(ctx, r)
 	if err != nil {
 		retry := ctx.Err() == nil && retryableTransport(err)
@@ -398,6 +393,53 @@ func (s *settler) batch(ctx context.Context, idx []int) {
 	for _, i := range idx {
 		s.record(i, e.Status, e.Message, e, retryableStatus(e.Status))
 	}
+}
+
+// ackBody is the batch ack body for the handles at idx: {"receipt_handles":[...]},
+// in one allocation.
+func (s *settler) ackBody(idx []int) []byte {
+	const head, tail = `{"receipt_handles":[`, `]}`
+	size := len(head) + len(tail)
+	for _, i := range idx {
+		size += handleJSONLen(s.res[i].Handle) + 1
+	}
+	body := make([]byte, 0, size)
+	body = append(body, head...)
+	for k, i := range idx {
+		if k > 0 {
+			body = append(body, ',')
+		}
+		body = appendHandleJSON(body, s.res[i].Handle)
+	}
+	return append(body, tail...)
+}
+
+// appendHandleJSON appends a handle as a JSON string: valid UTF-8 (every handle a
+// node sends) as appendJSONString writes it, anything else as json.Marshal does.
+func appendHandleJSON(dst []byte, h string) []byte {
+	if utf8.ValidString(h) {
+		return appendJSONString(dst, h)
+	}
+	enc, _ := json.Marshal(h)
+	return append(dst, enc...)
+}
+
+// handleJSONLen is the length appendHandleJSON writes, without writing it.
+func handleJSONLen(h string) int {
+	if !utf8.ValidString(h) {
+		enc, _ := json.Marshal(h)
+		return len(enc)
+	}
+	n := len(h) + 2
+	for i := 0; i < len(h); i++ {
+		switch c := h[i]; {
+		case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
+			n++
+		case c < 0x20:
+			n += 5 // \u00XX
+		}
+	}
+	return n
 }
 
 func (s *settler) refuseBatch(idx []int) {

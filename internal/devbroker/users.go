@@ -4,7 +4,6 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
-	"regexp"
 	"sort"
 	"time"
 )
@@ -15,8 +14,6 @@ import (
 // never carry a password; times are Unix milliseconds.
 
 const maxPasswordBytes = 72 // bcrypt's limit on a real node
-
-var userNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 type grantJSON struct {
 	Action   string   `json:"action"`
@@ -141,7 +138,7 @@ func (b *Broker) handleCreateUser(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, http.StatusBadRequest) {
 		return
 	}
-	if !userNameRE.MatchString(req.Username) || req.Username == "." || req.Username == ".." {
+	if len(req.Username) > 64 || !nameChars().MatchString(req.Username) || req.Username == "." || req.Username == ".." {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf(`username %q must be 1 to 64 characters from A-Z a-z 0-9 . _ - and not "." or ".."`, req.Username))
 		return
 	}

@@ -48,3 +48,7 @@ func BenchmarkAppendTextColor(b *testing.B) {
 func BenchmarkAppendRaw(b *testing.B) {
 	benchAppend(b, Options{Format: Raw}, binaryMsg(make([]byte, 1024)))
 }
+
+func BenchmarkAppendTemplate(b *testing.B) {
+	benchAppend(b, Options{Format: Template, Template: "{{.Partition}} {{.Offset}} {{.Key}} {{.Payload}}\n", Location: seedZone}, seedMsg())
+}

@@ -23,6 +23,19 @@ import (
 // gone; only a process that escaped the group (setsid) could hold a pipe open longer.
 const outputDrain = time.Second
 
+// pipeAtomic is the most a pipe is sure to hold with no reader yet: Linux shrinks a
+// pipe to one page when a user has many.
+const pipeAtomic = 4096
+
+// command is a new exec.Cmd for the command. Its path was looked up once in New when
+// that worked; otherwise each start looks again, and fails with why.
+func (s *Supervisor) command() *exec.Cmd {
+	if s.path == "" {
+		return exec.Command(s.o.Command[0], s.o.Command[1:]...)
+	}
+	return &exec.Cmd{Path: s.path, Args: s.o.Command}
+}
+
 // child is one started command.
 type child struct {
 	cmd    *exec.Cmd
@@ -37,24 +50,32 @@ type child struct {
 func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	// Our own pipes rather than exec's copying goroutines: Wait then returns when the
 	// process exits, not when every process holding its output has exited too.
-	inR, inW, err := os.Pipe()
+	inW, inR, err := childPipe(true)
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := childPipe(false)
 	if err != nil {
 		closeAll(inR, inW)
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := childPipe(false)
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
 		return nil, err
 	}
-	cmd := exec.Command(s.o.Command[0], s.o.Command[1:]...)
+	cmd := s.command()
 	cmd.Env = s.envFor(m)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = groupAttr()
+	// Input that fits in an empty pipe is written before the start, so it needs no
+	// goroutine of its own; the read end is open, so the write cannot fail for want
+	// of a reader.
+	early := len(stdin) <= pipeAtomic
+	if early {
+		_, _ = inW.Write(stdin)
+		_ = inW.Close()
+	}
 	err = cmd.Start()
 	// The child has its own copies; ours would keep the pipes open forever.
 	closeAll(inR, outW, errW)
@@ -76,11 +97,13 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 		errTail = &c.tail
 	}
 	go func() { defer pumps.Done(); s.out.pump(errR, s.out.stderr, prefix, errTail) }()
-	go func() {
-		// A command that does not read its input gets EPIPE here, which is its right.
-		_, _ = inW.Write(stdin)
-		_ = inW.Close()
-	}()
+	if !early {
+		go func() {
+			// A command that does not read its input gets EPIPE here, which is its right.
+			_, _ = inW.Write(stdin)
+			_ = inW.Close()
+		}()
+	}
 	go func() {
 		_ = cmd.Wait()
 		// Whatever the command left running in its group would go on without a lease.
@@ -258,9 +281,18 @@ type output struct {
 // maxLine is the longest line held back whole; a longer one goes out in pieces.
 const maxLine = 64 << 10
 
+// readers are the line buffers of the pumps: two per command, each maxLine long,
+// which allocated afresh was most of what a short command cost in memory and GC.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLine) }}
+
 // pump passes r on to w a line at a time, and keeps its end in t (if not nil).
 func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail) {
-	br := bufio.NewReaderSize(r, maxLine)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		readers.Put(br)
+	}()
 	var buf []byte
 	midLine := false
 	for {

@@ -1,6 +1,9 @@
 package supervisor
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // groupAttr starts each command in its own process group, so a stop reaches what it
 // started too. Pdeathsig covers the one case the supervisor cannot, narad itself
@@ -11,3 +14,25 @@ func groupAttr() *syscall.SysProcAttr {
 
 // signalGroup signals the command's whole process group.
 func signalGroup(c *child, sig syscall.Signal) error { return syscall.Kill(-c.pgid, sig) }
+
+// childPipe is a pipe with one end for the command (theirs: its stdin when
+// childReads, else its stdout or stderr) and the other for us. Only our end joins
+// the runtime's poller: os.Pipe would add both, and take the command's end out
+// again (and back to blocking mode) at the start, a dozen system calls per command
+// for nothing.
+func childPipe(childReads bool) (ours, theirs *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	our, their := p[0], p[1]
+	if childReads {
+		our, their = their, our
+	}
+	if err := syscall.SetNonblock(our, true); err != nil {
+		_ = syscall.Close(our)
+		_ = syscall.Close(their)
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(our), "|0"), os.NewFile(uintptr(their), "|1"), nil
+}

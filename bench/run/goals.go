@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// alternate runs a and b runs times each, a first in even runs and b first in odd
+// ones, and returns their samples in seconds.
+func (b *bench) alternate(a, c func() time.Duration) (as, cs []float64) {
+	for i := range b.runs {
+		first, second := a, c
+		if i%2 == 1 {
+			first, second = c, a
+		}
+		x := first().Seconds()
+		y := second().Seconds()
+		if i%2 == 1 {
+			x, y = y, x
+		}
+		b.logf("  run %d: baseline %.3fs, narad %.3fs", i+1, x, y)
+		as, cs = append(as, x), append(cs, y)
+	}
+	return as, cs
+}
+
+// speedRow is a throughput row: the baseline's median time over narad's.
+func speedRow(goal, command, baseline string, base, narad []float64, target float64) row {
+	r := row{goal: goal, command: command, baseline: baseline, unit: "s",
+		base: median(base), narad: median(narad), target: fmt.Sprintf("≥ %.1f×", target)}
+	r.ratio = r.base / r.narad
+	r.met = r.ratio >= target
+	return r
+}
+
+// produce: `narad produce --lines` against single POSTs at the same concurrency.
+func (b *bench) produce() []row {
+	lines := b.writeLines("produce.txt", b.produceN)
+	j := strconv.Itoa(b.produceJ)
+	base, narad := b.alternate(
+		func() time.Duration {
+			k := b.startBroker("--topic", "p")
+			defer k.stop()
+			return k.rawProduce("p", b.produceN, b.produceJ)
+		},
+		func() time.Duration {
+			k := b.startBroker("--topic", "p")
+			defer k.stop()
+			return runProc(k.env(), lines, b.narad, "produce", "p", "--lines", "-j", j).wall
+		})
+	return []row{speedRow("1 batch produce",
+		fmt.Sprintf("narad produce t --lines -j %d < %d lines", b.produceJ, b.produceN),
+		fmt.Sprintf("Go loop of single POSTs, %d in flight", b.produceJ), base, narad, 5)}
+}
+
+// drain: `narad sub --drain -o raw` against a loop of batch consume + batch ack.
+func (b *bench) drain() []row {
+	k := b.startBroker("--topic", "d")
+	defer k.stop()
+	base, narad := b.alternate(
+		func() time.Duration {
+			k.rawProduce("d", b.drainN, 8)
+			return k.rawBatchDrain("d", b.drainN)
+		},
+		func() time.Duration {
+			k.rawProduce("d", b.drainN, 8)
+			s := runProc(k.env(), "", b.narad, "sub", "d", "--drain", "-o", "raw", "--stats=json")
+			mustAck(s, b.drainN)
+			return s.wall
+		})
+	return []row{speedRow("2 pipelined drain",
+		fmt.Sprintf("narad sub t --drain -o raw > /dev/null (%d messages)", b.drainN),
+		"Go loop: consume max=100, then batch ack, one at a time", base, narad, 1.2)}
+}
+
+// legacy: the same drain against an older node, against 8 loops of single
+// consume + ack.
+func (b *bench) legacy() []row {
+	k := b.startBroker("--legacy", "--topic", "l")
+	defer k.stop()
+	base, narad := b.alternate(
+		func() time.Duration {
+			k.rawProduce("l", b.legacyN, 8)
+			return k.rawSingleDrain("l", b.legacyN, 8)
+		},
+		func() time.Duration {
+			k.rawProduce("l", b.legacyN, 8)
+			s := runProc(k.env(), "", b.narad, "sub", "l", "--drain", "-o", "raw", "--stats=json")
+			mustAck(s, b.legacyN)
+			return s.wall
+		})
+	return []row{speedRow("3 older nodes",
+		fmt.Sprintf("narad sub t --drain -o raw > /dev/null on narad dev --legacy (%d messages)", b.legacyN),
+		"8 Go loops of single consume + ack", base, narad, 0.9)}
+}
+
+// exec: a command per message against xargs running the same command per line.
+func (b *bench) exec() []row {
+	lines := b.writeLines("exec.txt", b.execN)
+	k := b.startBroker("--topic", "e")
+	defer k.stop()
+	n := strconv.Itoa(b.execN)
+	base, narad := b.alternate(
+		func() time.Duration {
+			return runProc(nil, lines, "xargs", "-P4", "-n1", "true").wall
+		},
+		func() time.Duration {
+			k.rawProduce("e", b.execN, 8)
+			s := runProc(k.env(), "", b.narad, "sub", "e", "--count", n, "-j", "4", "--stats=json", "--", "true")
+			mustAck(s, b.execN)
+			return s.wall
+		})
+	return []row{speedRow("4 exec",
+		fmt.Sprintf("narad sub t --count %d -j 4 -- true", b.execN),
+		fmt.Sprintf("xargs -P4 -n1 true < %d lines", b.execN), base, narad, 0.9)}
+}
+
+// startup: process starts of narad and of a minimal program linking the same
+// libraries, one of each in turn so that both see the same load.
+func (b *bench) startup() []row {
+	var rows []row
+	for _, args := range [][]string{{"version"}, {"sub", "--help"}} {
+		var base, narad []float64
+		for i := range b.starts {
+			x := func() {
+				base = append(base, runProc(nil, "", append([]string{b.baseline}, args...)...).wall.Seconds()*1000)
+			}
+			y := func() {
+				narad = append(narad, runProc(nil, "", append([]string{b.narad}, args...)...).wall.Seconds()*1000)
+			}
+			if i%2 == 0 {
+				x()
+				y()
+			} else {
+				y()
+				x()
+			}
+		}
+		cmd := "narad " + args[0]
+		if len(args) > 1 {
+			cmd += " " + args[1]
+		}
+		r := row{goal: "5 start-up", command: cmd, baseline: "cobra + viper + lipgloss minimal binary (bench/startup-baseline)",
+			unit: "ms", base: median(base), narad: median(narad), target: "≤ 1.2×"}
+		r.ratio = r.narad / r.base
+		r.met = r.ratio <= 1.2
+		b.logf("  %s: baseline %.2f ms, narad %.2f ms (medians of %d starts)", cmd, r.base, r.narad, b.starts)
+		rows = append(rows, r)
+		// Instructions do not depend on the machine's load; valgrind counts them (in
+		// user space only: exec and page faults are not in it).
+		if _, err := exec.LookPath("valgrind"); err == nil {
+			ib, in := instructions(b.baseline, args), instructions(b.narad, args)
+			r := row{goal: "5 start-up", command: cmd + " (instructions, user space)", baseline: "the same minimal binary",
+				unit: "M instr", base: ib / 1e6, narad: in / 1e6, ratio: in / ib, target: "≤ 1.2×"}
+			r.met = r.ratio <= 1.2
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// instructions counts the instructions one run of argv executes, with valgrind.
+func instructions(bin string, args []string) float64 {
+	argv := append([]string{"--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", bin}, args...)
+	out, err := exec.Command("valgrind", argv...).CombinedOutput()
+	if err != nil {
+		fatalf("valgrind %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, refs, ok := strings.Cut(line, "I   refs:"); ok {
+			n, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(refs), ",", ""), 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	fatalf("valgrind %s: no instruction count in\n%s", strings.Join(args, " "), out)
+	return 0
+}
+
+// memory: narad's peak RSS draining memN messages against draining 1% of that.
+func (b *bench) memory() []row {
+	small := max(b.memN/100, 1)
+	k := b.startBroker("--topic", "m")
+	defer k.stop()
+	rss := func(n int) float64 {
+		k.rawProduce("m", n, 8)
+		s := runProc(k.env(), "", b.narad, "sub", "m", "--drain", "-o", "json", "--stats=json")
+		mustAck(s, n)
+		b.logf("  %d messages: peak RSS %.1f MiB", n, float64(s.maxRSS)/(1<<20))
+		return float64(s.maxRSS) / (1 << 20)
+	}
+	var base, narad []float64
+	for range max(b.runs/2, 1) {
+		base = append(base, rss(small))
+		narad = append(narad, rss(b.memN))
+	}
+	r := row{goal: "6 memory", command: fmt.Sprintf("narad sub t --drain -o json > /dev/null (%d messages): peak RSS", b.memN),
+		baseline: fmt.Sprintf("the same, %d messages", small), unit: "MiB",
+		base: median(base), narad: median(narad), target: "≤ 1.2× and ≤ 40 MiB"}
+	r.ratio = r.narad / r.base
+	r.met = r.ratio <= 1.2 && r.narad <= 40
+	return []row{r}
+}

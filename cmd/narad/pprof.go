@@ -1,0 +1,58 @@
+//go:build pprof
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+)
+
+// With -tags pprof, NARAD_CPUPROFILE=FILE writes a CPU profile of the run,
+// NARAD_MEMPROFILE=FILE a heap profile at its end (go tool pprof reads both), and
+// NARAD_MEMSTATS=FILE the runtime's memory figures on stderr and the
+// process's memory map (/proc/self/smaps) in FILE at the end.
+func init() {
+	profile = func() func() {
+		var cpu *os.File
+		if path := os.Getenv("NARAD_CPUPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "narad: cannot profile (%v)\n", err)
+			} else {
+				cpu = f
+			}
+		}
+		return func() {
+			if cpu != nil {
+				pprof.StopCPUProfile()
+				_ = cpu.Close()
+			}
+			if os.Getenv("NARAD_MEMSTATS") != "" {
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				fmt.Fprintf(os.Stderr, "memstats: sys %d KiB: heap sys %d inuse %d idle %d released %d; stacks %d; mspan %d; gc %d; other %d; %d GCs, %d MiB allocated\n",
+					m.Sys>>10, m.HeapSys>>10, m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackSys>>10,
+					m.MSpanSys>>10, m.GCSys>>10, m.OtherSys>>10, m.NumGC, m.TotalAlloc>>20)
+				if b, err := os.ReadFile("/proc/self/smaps"); err == nil {
+					_ = os.WriteFile(os.Getenv("NARAD_MEMSTATS"), b, 0o600)
+				}
+			}
+			if path := os.Getenv("NARAD_MEMPROFILE"); path != "" {
+				f, err := os.Create(path)
+				if err == nil {
+					runtime.GC()
+					err = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "narad: cannot write the heap profile (%v)\n", err)
+				}
+			}
+		}
+	}
+}

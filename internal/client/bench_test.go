@@ -1,0 +1,87 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// benchBatchBody is a 100-message batch answer as a v3.1 node writes it: JSON payloads,
+// text, a key on every other message.
+func benchBatchBody() []byte {
+	var b strings.Builder
+	b.WriteString(`{"messages":[`)
+	for i := range 100 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		payload := fmt.Sprintf(`{"order_id":"ord_%d","amount":%d,"items":["a","b"]}`, i, 1000+i)
+		if i%3 == 0 {
+			payload = fmt.Sprintf(`"line %d of the log"`, i)
+		}
+		key := ""
+		if i%2 == 0 {
+			key = fmt.Sprintf(`"key":"customer-%d",`, i%7)
+		}
+		fmt.Fprintf(&b, `{"topic":"orders","partition":%d,"offset":%d,%s"payload":%s,"timestamp":1790623277,"receipt_handle":"%d:%d:3327358780392153864"}`,
+			i%4, 1000+i, key, payload, i%4, 1000+i)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkConsumeBatch is a whole 100-message consume against a local server: the
+// request, the body read and the decode.
+func BenchmarkConsumeBatch(b *testing.B) {
+	body := benchBatchBody()
+	for _, chunked := range []bool{false, true} {
+		name := "content-length"
+		if chunked {
+			name = "chunked"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if !chunked {
+					w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+				}
+				_, _ = w.Write(body)
+			}))
+			defer srv.Close()
+			c, err := New(Config{BaseURL: srv.URL})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := c.Consume(context.Background(), "orders", ConsumeOptions{Max: 100})
+				if err != nil || len(res.Messages) != 100 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAckEncode is what a batch ack of 100 handles costs before it is sent:
+// cutting the handles into batches within the API's limits, and each batch's body.
+func BenchmarkAckEncode(b *testing.B) {
+	s := &settler{res: make([]SettleResult, 100)}
+	pending := make([]int, 100)
+	for i := range pending {
+		pending[i] = i
+		s.res[i].Handle = fmt.Sprintf("%d:%d:3327358780392153864", i%4, 1000+i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, job := range s.chunks(pending) {
+			if body := s.ackBody(job); len(body) == 0 {
+				b.Fatal("empty body")
+			}
+		}
+	}
+}
