@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates what is checked in beside the code from the command tree itself
-# (the hidden `narad gen-docs`): completions/, man/ and docs/cli/.
+# (the hidden `narad gen-docs` of a -tags gendocs build): completions/, man/ and docs/cli/.
 #
 #   scripts/gen-docs.sh           rewrite them (stale pages of removed commands go too)
 #   scripts/gen-docs.sh --check   regenerate into a temporary directory and fail,
@@ -19,7 +19,7 @@ generated=(completions man docs/cli)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-go build -o "$tmp/narad" ./cmd/narad
+go build -tags gendocs -o "$tmp/narad" ./cmd/narad
 "$tmp/narad" gen-docs "$tmp/out" 2>/dev/null
 
 if $check; then

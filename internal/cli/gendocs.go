@@ -1,3 +1,5 @@
+//go:build gendocs
+
 package cli
 
 import (

@@ -112,7 +112,9 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	for _, t := range topCommands() {
 		addGroup(root, t.group, t.build(f))
 	}
-	root.AddCommand(newGenDocsCmd(f))
+	if gen := newGenDocsCmd(f); gen != nil {
+		root.AddCommand(gen)
+	}
 	strictHelp(root)
 	teach(root)
 	addCompletions(f, root)

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -104,8 +105,10 @@ func (e *templateError) Unwrap() error { return e.err }
 
 // templatePlace matches the prefix text/template puts on its errors:
 // `template: template:1:2: executing "template" at <.Nope>: ` (column and action
-// only when executing).
-var templatePlace = regexp.MustCompile(`^template: template:(\d+)(?::(\d+))?: (?:executing "template" at (<.*?>): )?`)
+// only when executing). Compiled on the first error, not at every start.
+var templatePlace = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^template: template:(\d+)(?::(\d+))?: (?:executing "template" at (<.*?>): )?`)
+})
 
 // templateKinds names the values a template sees by what they are to its writer.
 var templateKinds = strings.NewReplacer(
@@ -118,7 +121,7 @@ var templateKinds = strings.NewReplacer(
 
 func templateErr(err error) error {
 	msg := err.Error()
-	if m := templatePlace.FindStringSubmatch(msg); m != nil {
+	if m := templatePlace().FindStringSubmatch(msg); m != nil {
 		place := "line " + m[1]
 		if m[2] != "" {
 			place += ", column " + m[2]
