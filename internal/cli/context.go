@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/narad/narad/internal/config"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -411,7 +412,7 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 		fmt.Fprintf(w, "insecure:  true\n")
 	}
 	_, err = fmt.Fprintf(w, "current:   %t\n", v.Current)
-	if err != nil && !isClosedOutput(err) {
+	if err != nil && !consumer.IsClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil

@@ -14,9 +14,8 @@ import (
 	"github.com/narad/narad/internal/render"
 )
 
-type demoOptions struct {
-	keepRunning bool
-}
+// demoOptions is empty: the demo takes no flags, and keeps the shape of the others.
+type demoOptions struct{}
 
 func newDemoCmd(f *Factory) *cobra.Command {
 	opts := &demoOptions{}

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -66,15 +64,10 @@ func (o *messageOutput) renderer(f *Factory, cmd *cobra.Command) (*render.Render
 	return r, nil
 }
 
-// isClosedOutput reports a write to a reader that went away (| head): not an error.
-func isClosedOutput(err error) bool {
-	return errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
-}
-
 // writeAll writes p and reports a closed output distinctly.
 func writeAll(w io.Writer, p []byte) error {
 	if _, err := w.Write(p); err != nil {
-		if isClosedOutput(err) {
+		if consumer.IsClosedOutput(err) {
 			return err
 		}
 		return fmt.Errorf("write output: %w", err)
@@ -96,7 +89,7 @@ func writeJSONLine(w io.Writer, v any) error {
 // outputDone is the result of a command whose last act was writing err's output: a
 // reader that went away is success, any other failure to write is exit 1.
 func outputDone(err error) error {
-	if err == nil || isClosedOutput(err) {
+	if err == nil || consumer.IsClosedOutput(err) {
 		return nil
 	}
 	return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))

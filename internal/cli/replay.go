@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/replay"
 )
 
@@ -112,7 +113,7 @@ func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Opt
 			return err
 		}
 		if err := writeAll(f.IO.Out, buf); err != nil {
-			if isClosedOutput(err) {
+			if consumer.IsClosedOutput(err) {
 				return replay.ErrStop
 			}
 			return err

@@ -89,7 +89,7 @@ func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Comman
 			}
 			// Escaped here, once for every command: the line may quote what the user
 			// typed (a flag, a file name) or what a node sent.
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(oneLine(line)))
+			fmt.Fprintf(f.IO.ErrOut, "narad: %s\n", render.Escape(firstLine(line)))
 		}
 	}
 	if sig := f.Signals.Received(); sig != 0 && code != ExitUsage {
@@ -98,7 +98,8 @@ func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Comman
 	return code
 }
 
-func oneLine(s string) string {
+// firstLine is the first line of s, trimmed: a fatal error is one line on stderr.
+func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]

@@ -411,7 +411,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 					continue
 				}
 				if err := writeJSONLine(f.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
-					if !isClosedOutput(err) {
+					if !consumer.IsClosedOutput(err) {
 						return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 					}
 					outClosed = true // | head: keep settling, stop printing

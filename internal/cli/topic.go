@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -62,14 +63,14 @@ func checkTextJSON(o string) error {
 
 // printJSON writes v as one JSON document; a closed stdout is not an error.
 func printJSON(w io.Writer, v any) error {
-	if err := writeJSONLine(w, v); err != nil && !isClosedOutput(err) {
+	if err := writeJSONLine(w, v); err != nil && !consumer.IsClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil
 }
 
 func printTable(f *Factory, headers []string, rows [][]string) error {
-	if err := render.Table(f.IO.Out, f.IO.ColorEnabled(), headers, rows); err != nil && !isClosedOutput(err) {
+	if err := render.Table(f.IO.Out, f.IO.ColorEnabled(), f.IO.IsStdoutTTY(), headers, rows); err != nil && !consumer.IsClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil
@@ -182,7 +183,7 @@ func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
 		return printJSON(f.IO.Out, t)
 	}
 	if err := writeTopicSettings(f.IO.Out, t); err != nil {
-		if isClosedOutput(err) {
+		if consumer.IsClosedOutput(err) {
 			return nil
 		}
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -513,7 +514,7 @@ func topicSchemaRun(f *Factory, opts *TopicSchemaOptions) error {
 		}
 		out.WriteByte('\n')
 	}
-	if _, err := f.IO.Out.Write(out.Bytes()); err != nil && !isClosedOutput(err) {
+	if _, err := f.IO.Out.Write(out.Bytes()); err != nil && !consumer.IsClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -194,7 +195,7 @@ func printUser(f *Factory, u *client.User) error {
 
 // writeOut writes text to stdout; a closed stdout is not an error.
 func writeOut(f *Factory, s string) error {
-	if _, err := f.IO.Out.Write([]byte(s)); err != nil && !isClosedOutput(err) {
+	if _, err := f.IO.Out.Write([]byte(s)); err != nil && !consumer.IsClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil

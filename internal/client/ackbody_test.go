@@ -12,7 +12,7 @@ import (
 // is exactly as long as chunks counts it.
 func TestAckBodyCarriesTheHandles(t *testing.T) {
 	hs := []string{"4:0:3327358780392153864", `q"uote`, `back\slash`, "<tag>&amp;", "tab\there\nand\r", "\x01\x1f", "é", "", "\u2028"}
-	s := &settler{res: make([]SettleResult, len(hs))}
+	s := &settleCall{res: make([]SettleResult, len(hs))}
 	idx := make([]int, len(hs))
 	for i, h := range hs {
 		s.res[i].Handle = h
@@ -44,7 +44,7 @@ func TestChunksWithinTheLimits(t *testing.T) {
 	for i := range 250 {
 		hs = append(hs, fmt.Sprintf("%d:%s", i, strings.Repeat("h", i*6)))
 	}
-	s := &settler{res: make([]SettleResult, len(hs))}
+	s := &settleCall{res: make([]SettleResult, len(hs))}
 	pending := make([]int, len(hs))
 	for i, h := range hs {
 		s.res[i].Handle = h

@@ -70,7 +70,7 @@ func BenchmarkConsumeBatch(b *testing.B) {
 // BenchmarkAckEncode is what a batch ack of 100 handles costs before it is sent:
 // cutting the handles into batches within the API's limits, and each batch's body.
 func BenchmarkAckEncode(b *testing.B) {
-	s := &settler{res: make([]SettleResult, 100)}
+	s := &settleCall{res: make([]SettleResult, 100)}
 	pending := make([]int, 100)
 	for i := range pending {
 		pending[i] = i

@@ -258,7 +258,7 @@ func TestHooksConnectionError(t *testing.T) {
 		t.Errorf("password shown: err %q, events:\n%s", err, log.String())
 	}
 	got := log.Snapshot()
-	if len(got.Errors) != DefaultProduceAttempts || len(got.Retries) != DefaultProduceAttempts-1 || len(got.Answers) != 0 {
+	if len(got.Errors) != DefaultBoundedAttempts || len(got.Retries) != DefaultBoundedAttempts-1 || len(got.Answers) != 0 {
 		t.Fatalf("events:\n%s", log.String())
 	}
 	for i, e := range got.Errors {
@@ -268,7 +268,7 @@ func TestHooksConnectionError(t *testing.T) {
 	}
 	var elapsed time.Duration
 	for i, e := range got.Retries {
-		if e.Attempt != i+2 || e.MaxAttempts != DefaultProduceAttempts || e.Budget != 0 || e.Status != 0 || e.Err == nil ||
+		if e.Attempt != i+2 || e.MaxAttempts != DefaultBoundedAttempts || e.Budget != 0 || e.Status != 0 || e.Err == nil ||
 			e.Elapsed <= elapsed {
 			t.Errorf("retry %d: %+v", i, e)
 		}

@@ -132,11 +132,11 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request, stop <-chan st
 			if !retryableTransport(err) {
 				return nil, err
 			}
-			if down+1 >= c.retry.ProduceAttempts {
+			if down+1 >= c.retry.BoundedAttempts {
 				return nil, unreachableError{err}
 			}
 			down++
-			n, maxAttempts = down-1, r.attempt-down+c.retry.ProduceAttempts
+			n, maxAttempts = down-1, r.attempt-down+c.retry.BoundedAttempts
 		case resp.status == http.StatusOK || resp.status == http.StatusNoContent:
 			return resp, nil
 		case retryableConsumeStatus(resp.status):

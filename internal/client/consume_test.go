@@ -213,8 +213,8 @@ func TestConsumeConnectionErrorsBounded(t *testing.T) {
 	if _, err := c.Consume(ctxT(t), "orders", ConsumeOptions{}); err == nil || StatusOf(err) != 0 {
 		t.Errorf("err %v", err)
 	}
-	if got := len(n.requests()); got != DefaultProduceAttempts {
-		t.Errorf("%d attempts, want %d", got, DefaultProduceAttempts)
+	if got := len(n.requests()); got != DefaultBoundedAttempts {
+		t.Errorf("%d attempts, want %d", got, DefaultBoundedAttempts)
 	}
 }
 

@@ -50,7 +50,7 @@ func fuzzClient(t *testing.T, status int, body []byte) (*Client, *canned) {
 	rt := &canned{status: status, body: body}
 	sl := &sleeper{}
 	c, err := New(Config{BaseURL: "http://127.0.0.1:1", HTTPClient: &http.Client{Transport: rt},
-		Retry: RetryPolicy{Sleep: sl.Sleep, Budget: 1, ProduceAttempts: 2}})
+		Retry: RetryPolicy{Sleep: sl.Sleep, Budget: 1, BoundedAttempts: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

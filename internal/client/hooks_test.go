@@ -62,7 +62,7 @@ func TestNoAnswerIsNotUnreachable(t *testing.T) {
 		t.Errorf("err %q, want %q", got, want)
 	}
 	got := log.Snapshot()
-	if len(got.Errors) != DefaultProduceAttempts {
+	if len(got.Errors) != DefaultBoundedAttempts {
 		t.Fatalf("events:\n%s", log.String())
 	}
 	for _, e := range got.Errors {
@@ -92,8 +92,8 @@ func TestConnectionLostBeforeTheAnswer(t *testing.T) {
 	if !errors.As(err, &na) || !strings.HasPrefix(err.Error(), "produce: connection lost before an answer: ") {
 		t.Errorf("err %v (%T), want a NoAnswerError", err, err)
 	}
-	if len(n.requests()) != DefaultProduceAttempts {
-		t.Errorf("%d attempts, want %d", len(n.requests()), DefaultProduceAttempts)
+	if len(n.requests()) != DefaultBoundedAttempts {
+		t.Errorf("%d attempts, want %d", len(n.requests()), DefaultBoundedAttempts)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 // Produce sends body as one message. 202 (any 2xx) is durable acceptance and is
 // never retried. A 502/503/504/421 or a connection error or timeout is retried up to
-// RetryPolicy.ProduceAttempts attempts in all: such a failure is ambiguous, so a
+// RetryPolicy.BoundedAttempts attempts in all: such a failure is ambiguous, so a
 // retry may store the message twice, which the API allows (consumers are idempotent).
 // A 4xx (400 schema or empty body, 409, 413, ...) comes back at once as *Error.
 func (c *Client) Produce(ctx context.Context, topic string, body []byte, o ProduceOptions) error {
@@ -44,7 +44,7 @@ func (c *Client) Produce(ctx context.Context, topic string, body []byte, o Produ
 	return nil
 }
 
-// bounded sends r up to ProduceAttempts times while the answer is a retryable status
+// bounded sends r up to BoundedAttempts times while the answer is a retryable status
 // or a transient connection error. It returns the last answer, whatever it was, and
 // an error only when the last attempt got no answer.
 func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
@@ -54,7 +54,7 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		start := time.Now()
 		resp, err := c.send(ctx, r)
 		spent += time.Since(start)
-		last := attempt+1 >= c.retry.ProduceAttempts
+		last := attempt+1 >= c.retry.BoundedAttempts
 		switch {
 		case err != nil:
 			if last || ctx.Err() != nil || !retryableTransport(err) {
@@ -65,7 +65,7 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		}
 		d := c.retry.backoff(attempt)
 		spent += d
-		c.onRetry(retryEvent(r, resp, err), d, spent, c.retry.ProduceAttempts)
+		c.onRetry(retryEvent(r, resp, err), d, spent, c.retry.BoundedAttempts)
 		if err := c.retry.Sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("%s: %w", r.op, err)
 		}
@@ -121,7 +121,7 @@ func ProduceBatchBound(m ProduceMessage) int {
 // ProduceBatch sends msgs (1 to MaxProduceBatch, the body at most MaxProduceBatchBody)
 // in one request to POST /v1/topics/{topic}/produce/batch. nil means every message was
 // durably accepted. It is retried like Produce (502, 503, 504, 421, connection errors
-// and timeouts, at most RetryPolicy.ProduceAttempts attempts), so after an ambiguous
+// and timeouts, at most RetryPolicy.BoundedAttempts attempts), so after an ambiguous
 // failure part of the batch may be stored twice, which the API allows.
 //
 // A refusal that names a message (400, 409, 413 "message <i>: ...") is a *BatchRefusal;

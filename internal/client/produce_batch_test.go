@@ -192,7 +192,7 @@ func TestProduceBatchRetries(t *testing.T) {
 	n = newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
 		writeJSON(w, 503, `{"error":"owner unavailable"}`)
 	})
-	c, _ = newClient(t, n.URL, func(c *Config) { c.Retry.ProduceAttempts = 2 })
+	c, _ = newClient(t, n.URL, func(c *Config) { c.Retry.BoundedAttempts = 2 })
 	if err := c.ProduceBatch(ctxT(t), "t", []ProduceMessage{{Payload: []byte("x")}}); StatusOf(err) != 503 || len(n.requests()) != 2 {
 		t.Errorf("err %v after %d requests", err, len(n.requests()))
 	}

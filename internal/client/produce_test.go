@@ -61,7 +61,7 @@ func TestProduceGivesUp(t *testing.T) {
 	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
 		writeJSON(w, 503, `{"error":"partition owner unavailable"}`)
 	})
-	c, _ := newClient(t, n.URL, func(c *Config) { c.Retry.ProduceAttempts = 3 })
+	c, _ := newClient(t, n.URL, func(c *Config) { c.Retry.BoundedAttempts = 3 })
 	err := c.Produce(ctxT(t), "orders", []byte("x"), ProduceOptions{})
 	if StatusOf(err) != 503 || err.Error() != "produce: 503 partition owner unavailable" {
 		t.Errorf("err %v", err)
@@ -128,7 +128,7 @@ func TestBackoff(t *testing.T) {
 	}
 	def := RetryPolicy{}.withDefaults()
 	if def.Initial != DefaultRetryInitial || def.Max != DefaultRetryMax || def.Budget != DefaultRetryBudget ||
-		def.ProduceAttempts != DefaultProduceAttempts || def.Sleep == nil {
+		def.BoundedAttempts != DefaultBoundedAttempts || def.Sleep == nil {
 		t.Errorf("defaults %+v", def)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,9 +16,9 @@ import (
 //   - ack/extend/nack: 502, 503, 504, 421 and connection errors/timeouts, until 204 or
 //     410 or until Budget is spent. Mandatory: a dropped ack becomes a redelivery.
 //   - produce: 502, 503, 504, 421 and connection errors/timeouts, at most
-//     ProduceAttempts attempts in all; a retry may duplicate, which the API allows.
+//     BoundedAttempts attempts in all; a retry may duplicate, which the API allows.
 //   - consume and replay: 429, 502, 503, 421 for as long as ctx allows; connection
-//     errors at most ProduceAttempts times in a row, so a wrong address fails fast.
+//     errors at most BoundedAttempts times in a row, so a wrong address fails fast.
 //   - topic reads: like produce. Topic create/delete and readyz are not retried:
 //     a retried create or delete would turn its own success into 409 or 404.
 type RetryPolicy struct {
@@ -30,9 +30,10 @@ type RetryPolicy struct {
 	// as the backoff asked of Sleep plus the time the requests took, so a test with
 	// an instant Sleep still runs the budget out deterministically.
 	Budget time.Duration
-	// ProduceAttempts bounds the attempts of a produce, counting the first (default 5),
-	// and of the other bounded retries listed above.
-	ProduceAttempts int
+	// BoundedAttempts bounds, counting the first, the attempts of every retry that is
+	// not bounded by Budget (default 5): a produce, a topic read, and a consume's run of
+	// connection errors, as listed above.
+	BoundedAttempts int
 	// Sleep waits d or until ctx is done, returning ctx.Err() then. Tests inject an
 	// instant one; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -43,7 +44,7 @@ const (
 	DefaultRetryInitial    = 100 * time.Millisecond
 	DefaultRetryMax        = 5 * time.Second
 	DefaultRetryBudget     = 2 * time.Minute
-	DefaultProduceAttempts = 5
+	DefaultBoundedAttempts = 5
 )
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -59,8 +60,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Budget <= 0 {
 		p.Budget = DefaultRetryBudget
 	}
-	if p.ProduceAttempts <= 0 {
-		p.ProduceAttempts = DefaultProduceAttempts
+	if p.BoundedAttempts <= 0 {
+		p.BoundedAttempts = DefaultBoundedAttempts
 	}
 	if p.Sleep == nil {
 		p.Sleep = sleepCtx

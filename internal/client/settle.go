@@ -115,9 +115,9 @@ func (c *Client) settleOne(ctx context.Context, topic string, a Action, handle s
 	return s.cause[0]
 }
 
-// settler is one Settle call's state. Each handle index is written by the one request
+// settleCall is one Settle call's state. Each handle index is written by the one request
 // that carries it in a round, so the slices need no lock; the rest does.
-type settler struct {
+type settleCall struct {
 	c      *Client
 	topic  string
 	a      Action
@@ -130,8 +130,8 @@ type settler struct {
 	refuse []int  // handles of batches to send again one by one (legacy node, 413)
 }
 
-func (c *Client) settle(ctx context.Context, topic string, a Action, handles []string) (*settler, error) {
-	s := &settler{c: c, topic: topic, a: a, res: make([]SettleResult, len(handles)),
+func (c *Client) settle(ctx context.Context, topic string, a Action, handles []string) (*settleCall, error) {
+	s := &settleCall{c: c, topic: topic, a: a, res: make([]SettleResult, len(handles)),
 		cause: make([]error, len(handles)), retry: make([]bool, len(handles))}
 	for i, h := range handles {
 		s.res[i].Handle = h
@@ -174,7 +174,7 @@ func (c *Client) settle(ctx context.Context, topic string, a Action, handles []s
 		if len(pending) == 0 || ctx.Err() != nil {
 			break
 		}
-		if !c.reached.Load() && round+1 >= c.retry.ProduceAttempts {
+		if !c.reached.Load() && round+1 >= c.retry.BoundedAttempts {
 			// Nothing ever answered: a wrong --server, not a node to wait out for the
 			// whole budget. The settlements never arrived anywhere; say so as a whole.
 			return s, s.cause[pending[0]]
@@ -197,7 +197,7 @@ func (c *Client) settle(ctx context.Context, topic string, a Action, handles []s
 	return s, nil
 }
 
-func (s *settler) failAll(err error) {
+func (s *settleCall) failAll(err error) {
 	msg := strings.TrimPrefix(err.Error(), s.a.String()+": ")
 	for i := range s.res {
 		s.record(i, 0, msg, err, false)
@@ -205,7 +205,7 @@ func (s *settler) failAll(err error) {
 }
 
 // round sends every pending handle once: in batches, or one by one to an older node.
-func (s *settler) round(ctx context.Context, pending []int) {
+func (s *settleCall) round(ctx context.Context, pending []int) {
 	var jobs [][]int
 	if s.c.legacySettle.Load() {
 		jobs = singles(pending)
@@ -224,7 +224,7 @@ func (s *settler) round(ctx context.Context, pending []int) {
 // credentials are wrong it is the only request to fail (a node locks a user name out
 // after 5 failed logins), and an older node's refusal of batches is learned before
 // the others are sent.
-func (s *settler) run(ctx context.Context, jobs [][]int) {
+func (s *settleCall) run(ctx context.Context, jobs [][]int) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -260,7 +260,7 @@ func (s *settler) run(ctx context.Context, jobs [][]int) {
 	wg.Wait()
 }
 
-func (s *settler) send(ctx context.Context, idx []int) {
+func (s *settleCall) send(ctx context.Context, idx []int) {
 	if len(idx) == 1 {
 		s.single(ctx, idx[0])
 	} else {
@@ -278,7 +278,7 @@ func singles(idx []int) [][]int {
 
 // chunks cuts the handles into batches within the API's limits of 100 handles and
 // 64 KiB of body.
-func (s *settler) chunks(pending []int) [][]int {
+func (s *settleCall) chunks(pending []int) [][]int {
 	const overhead = len(`{"receipt_handles":[]}`)
 	// Each batch is a run of pending itself: the round uses them before pending
 	// changes.
@@ -302,7 +302,7 @@ func (s *settler) chunks(pending []int) [][]int {
 	return jobs
 }
 
-func (s *settler) request() *request {
+func (s *settleCall) request() *request {
 	q := url.Values{}
 	if e := s.a.extendParam(); e != "" {
 		q.Set("extend", e)
@@ -312,7 +312,7 @@ func (s *settler) request() *request {
 }
 
 // single settles one handle with ?receipt_handle=H, which every node version takes.
-func (s *settler) single(ctx context.Context, i int) {
+func (s *settleCall) single(ctx context.Context, i int) {
 	r := s.request()
 	r.query.Set("receipt_handle", s.res[i].Handle)
 	resp, err := s.c.send(ctx, r)
@@ -332,7 +332,7 @@ func (s *settler) single(ctx context.Context, i int) {
 }
 
 // batch settles handles with one {"receipt_handles":[...]} body.
-func (s *settler) batch(ctx context.Context, idx []int) {
+func (s *settleCall) batch(ctx context.Context, idx []int) {
 	r := s.request()
 	r.body = s.ackBody(idx)
 	resp, err := s.c.send(ctx, r)
@@ -397,7 +397,7 @@ func (s *settler) batch(ctx context.Context, idx []int) {
 
 // ackBody is the batch ack body for the handles at idx: {"receipt_handles":[...]},
 // in one allocation.
-func (s *settler) ackBody(idx []int) []byte {
+func (s *settleCall) ackBody(idx []int) []byte {
 	const head, tail = `{"receipt_handles":[`, `]}`
 	size := len(head) + len(tail)
 	for _, i := range idx {
@@ -442,14 +442,14 @@ func handleJSONLen(h string) int {
 	return n
 }
 
-func (s *settler) refuseBatch(idx []int) {
+func (s *settleCall) refuseBatch(idx []int) {
 	s.mu.Lock()
 	s.refuse = append(s.refuse, idx...)
 	s.mu.Unlock()
 }
 
 // isFatal notes a 401, 403 or 404: the same for every handle, and never to be retried.
-func (s *settler) isFatal(e *Error) bool {
+func (s *settleCall) isFatal(e *Error) bool {
 	switch e.Status {
 	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 		s.mu.Lock()
@@ -462,6 +462,6 @@ func (s *settler) isFatal(e *Error) bool {
 	return false
 }
 
-func (s *settler) record(i, status int, msg string, cause error, retry bool) {
+func (s *settleCall) record(i, status int, msg string, cause error, retry bool) {
 	s.res[i].Status, s.res[i].Err, s.cause[i], s.retry[i] = status, msg, cause, retry
 }

@@ -465,7 +465,7 @@ func TestSettleGivesUpSoonOnANodeNeverReached(t *testing.T) {
 	if len(res) != 2 || res[0].Status != 0 {
 		t.Errorf("results %+v, want one per handle, unanswered", res)
 	}
-	if got := len(sl.calls()); got != DefaultProduceAttempts-1 {
-		t.Errorf("%d backoffs, want %d", got, DefaultProduceAttempts-1)
+	if got := len(sl.calls()); got != DefaultBoundedAttempts-1 {
+		t.Errorf("%d backoffs, want %d", got, DefaultBoundedAttempts-1)
 	}
 }

@@ -64,9 +64,6 @@ type delivery struct {
 // Message is the delivered message. It must not be modified.
 func (d Delivery) Message() *client.Message { return &d.d.msg }
 
-// Settled reports whether the delivery has been settled (or let go after a lost lease).
-func (d Delivery) Settled() bool { return d.d.settled.Load() }
-
 // Ack accepts the delivery. It returns ErrLeaseGone on a 410 (counted ack_gone).
 func (d Delivery) Ack() error { return d.d.s.settle(client.Ack, GiveBack, []*delivery{d.d}) }
 

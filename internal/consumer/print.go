@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -170,7 +171,7 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 
 	if p.pipe != nil {
 		_ = NackAll(unrendered, GiveBack)
-		if werr != nil && isClosedPipe(werr) {
+		if werr != nil && IsClosedOutput(werr) {
 			p.pipe.readerGone()
 		} else {
 			p.pipe.settleTaken()
@@ -182,7 +183,7 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		p.ackLater(ds[:written])
 	}
 	switch {
-	case werr != nil && isClosedPipe(werr):
+	case werr != nil && IsClosedOutput(werr):
 		return fmt.Errorf("%w: %w", ErrOutputClosed, werr)
 	case werr != nil:
 		return fmt.Errorf("write output: %w", werr)
@@ -245,6 +246,8 @@ func (p *Printer) Finish(ctx context.Context, stopping <-chan struct{}) error {
 	return nil
 }
 
-func isClosedPipe(err error) bool {
-	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)
+// IsClosedOutput reports a write to a reader that went away (`| head`, a closed
+// file): the end of the output, not a failure. The CLI asks the same question.
+func IsClosedOutput(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
 }

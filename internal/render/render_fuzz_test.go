@@ -287,7 +287,7 @@ func FuzzTable(f *testing.F) {
 	f.Add("", "", "", "", "")
 	f.Fuzz(func(t *testing.T, h, a, b, c, d string) {
 		var buf bytes.Buffer
-		if err := Table(&buf, false, []string{h, "N"}, [][]string{{a, b}, {c}, {d, a, b}}); err != nil {
+		if err := Table(&buf, false, false, []string{h, "N"}, [][]string{{a, b}, {c}, {d, a, b}}); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")

@@ -7,7 +7,7 @@ import (
 
 func TestPlainTableKeepsColumnsAlignedAcrossEmptyTrailingCells(t *testing.T) {
 	var buf bytes.Buffer
-	err := Table(&buf, false, []string{"NAME", "SERVER", "USER"}, [][]string{
+	err := Table(&buf, false, false, []string{"NAME", "SERVER", "USER"}, [][]string{
 		{"a", "http://x", ""},
 		{"longer-name", "http://y", "bob"},
 	})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
-	"github.com/mattn/go-isatty"
 	"github.com/muesli/termenv"
 )
 
@@ -70,12 +69,13 @@ func NewStyles(w io.Writer, color bool) Styles {
 	}
 }
 
-// Table writes headers and rows to w. With colour, or on a terminal, it is a bordered
-// lipgloss table; otherwise a plain table aligned with spaces (text/tabwriter), which
-// scripts and tests can rely on: no borders, no escape codes, columns two spaces apart,
-// no trailing spaces. Cells are escaped: they come from the node (topic names and such).
-func Table(w io.Writer, color bool, headers []string, rows [][]string) error {
-	return writeTable(w, color, color || isTerminal(w), headers, rows)
+// Table writes headers and rows to w. With colour, or when the caller says w is a
+// terminal (iostreams knows; render never probes), it is a bordered lipgloss table;
+// otherwise a plain table aligned with spaces (text/tabwriter), which scripts and tests
+// can rely on: no borders, no escape codes, columns two spaces apart, no trailing
+// spaces. Cells are escaped: they come from the node (topic names and such).
+func Table(w io.Writer, color, terminal bool, headers []string, rows [][]string) error {
+	return writeTable(w, color, color || terminal, headers, rows)
 }
 
 // writeTable is Table with the choice of borders made by the caller.
@@ -151,13 +151,4 @@ func plainTable(w io.Writer, headers []string, rows [][]string) error {
 	}
 	_, err := w.Write(out.Bytes())
 	return err
-}
-
-// isTerminal reports whether w is a terminal, for writers that expose a descriptor.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(interface{ Fd() uintptr })
-	if !ok {
-		return false
-	}
-	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }

@@ -41,7 +41,7 @@ var (
 
 func TestTablePlain(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Table(&buf, false, tableHeaders, tableRows); err != nil {
+	if err := Table(&buf, false, false, tableHeaders, tableRows); err != nil {
 		t.Fatal(err)
 	}
 	got := buf.String()
@@ -58,7 +58,7 @@ func TestTablePlain(t *testing.T) {
 
 func TestTableColor(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Table(&buf, true, tableHeaders, tableRows); err != nil {
+	if err := Table(&buf, true, false, tableHeaders, tableRows); err != nil {
 		t.Fatal(err)
 	}
 	got := buf.String()
@@ -73,7 +73,7 @@ func TestTableColor(t *testing.T) {
 
 func TestTableNoHeaders(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Table(&buf, false, nil, [][]string{{"a", "b"}, {"ccc", "d"}}); err != nil {
+	if err := Table(&buf, false, false, nil, [][]string{{"a", "b"}, {"ccc", "d"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := buf.String(), "a    b\nccc  d\n"; got != want {

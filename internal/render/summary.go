@@ -89,7 +89,7 @@ func SummaryTable(w io.Writer, color, terminal bool, cs []Count) error {
 		headers[i], row[i] = c.Name, strconv.FormatInt(c.N, 10)
 	}
 	var buf bytes.Buffer
-	if err := writeTable(&buf, color, color || isTerminal(w), headers, [][]string{row}); err != nil {
+	if err := writeTable(&buf, color, color || terminal, headers, [][]string{row}); err != nil {
 		return err
 	}
 	if !terminal || fits(buf.String()) {
@@ -101,7 +101,7 @@ func SummaryTable(w io.Writer, color, terminal bool, cs []Count) error {
 		rows[i] = []string{headers[i], row[i]}
 	}
 	buf.Reset()
-	if err := writeTable(&buf, color, color || isTerminal(w), nil, rows); err != nil {
+	if err := writeTable(&buf, color, color || terminal, nil, rows); err != nil {
 		return err
 	}
 	_, err := w.Write(buf.Bytes())

@@ -159,7 +159,7 @@ func (t *tail) Write(p []byte) (int, error) {
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return oneLine(string(t.buf))
+	return joinLines(string(t.buf))
 }
 
 // terminate asks the process group to stop (SIGTERM) and kills it after grace, or at
@@ -325,12 +325,12 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail) {
 
 // notice is a line of narad's own about a message on stderr, "[p1 @3] text".
 func (o *output) notice(ctx context.Context, m *client.Message, text string) {
-	o.line(ctx, fmt.Sprintf("[p%d @%d] %s", m.Partition, m.Offset, oneLine(text)))
+	o.line(ctx, fmt.Sprintf("[p%d @%d] %s", m.Partition, m.Offset, joinLines(text)))
 }
 
-// oneLine makes text safe to print as one line on a terminal: line breaks become
+// joinLines makes text safe to print as one line on a terminal: line breaks become
 // " | " and control characters visible escapes.
-func oneLine(text string) string {
+func joinLines(text string) string {
 	text = strings.TrimSpace(text)
 	text = strings.NewReplacer("\r\n", " | ", "\n", " | ", "\r", " | ", "\t", " ").Replace(text)
 	return render.Escape(text)

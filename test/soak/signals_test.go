@@ -516,8 +516,11 @@ func (s *signalSuite) produceLines(t *testing.T, v *verdict, r *row, tag string,
 				wrong["missing "+payloadID(tag, i)] = true
 			}
 		}
+		// After a second signal the abandoned batches are unknown, and batches sent
+		// after them may have finished: resuming then may send some lines again, which
+		// the summary says ("may store those again"). Only a single stop is exact.
 		for id := range got {
-			if n, _ := strconv.Atoi(id[strings.LastIndexByte(id, '-')+1:]); n >= resume {
+			if n, _ := strconv.Atoi(id[strings.LastIndexByte(id, '-')+1:]); n >= resume && unknown == 0 {
 				wrong["beyond "+id] = true
 			}
 		}
