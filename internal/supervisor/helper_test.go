@@ -49,6 +49,7 @@ func helperEnviron() []string {
 //	log FILE          append "start <unixnano> <handle> <pid>" now and "end ..." on a normal exit,
 //	                  "term ..." on SIGTERM (then exit 143)
 //	sleep D           sleep D
+//	waitfile FILE     wait until FILE exists (a minute at most)
 //	lines N TEXT      write N lines of TEXT to stdout, a byte per write
 //	errline TEXT      write TEXT and a newline to stderr
 //	partial TEXT      write TEXT to stdout without a newline
@@ -101,6 +102,15 @@ func helper(steps []string) int {
 		case "sleep":
 			d, _ := time.ParseDuration(arg())
 			time.Sleep(d)
+		case "waitfile":
+			// Runs until the test creates FILE: "running" for as long as a test needs,
+			// however slow the machine.
+			file := arg()
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if _, err := os.Stat(file); err == nil {
+					break
+				}
+			}
 		case "lines":
 			n, _ := strconv.Atoi(arg())
 			text := arg()
