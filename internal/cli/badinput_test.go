@@ -32,7 +32,7 @@ import (
 
 // badHangBound is how long a case may run before it counts as a hang. It is a bound,
 // not a timing assertion: every case ends in well under a second or two.
-const badHangBound = 60 * time.Second
+const badHangBound = 240 * time.Second
 
 // badRequestTimeout bounds each request that does not long-poll, in place of the 30 s
 // default, in the cases of a node that never answers, so they end quickly.
