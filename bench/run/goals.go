@@ -57,24 +57,33 @@ func (b *bench) produce() []row {
 		fmt.Sprintf("Go loop of single POSTs, %d in flight", b.produceJ), base, narad, 5)}
 }
 
-// drain: `narad sub --drain -o raw` against a loop of batch consume + batch ack.
+// drain: `narad sub --drain -o raw` against a loop of batch consume + batch ack, to
+// /dev/null (the goal) and through a pipe, where a line is acked only once read.
 func (b *bench) drain() []row {
 	k := b.startBroker("--topic", "d")
 	defer k.stop()
-	base, narad := b.alternate(
-		func() time.Duration {
+	raw := func() time.Duration {
+		k.rawProduce("d", b.drainN, 8)
+		return k.rawBatchDrain("d", b.drainN)
+	}
+	sub := func(run func([]string, string, ...string) sample) func() time.Duration {
+		return func() time.Duration {
 			k.rawProduce("d", b.drainN, 8)
-			return k.rawBatchDrain("d", b.drainN)
-		},
-		func() time.Duration {
-			k.rawProduce("d", b.drainN, 8)
-			s := runProc(k.env(), "", b.narad, "sub", "d", "--drain", "-o", "raw", "--stats=json")
+			s := run(k.env(), "", b.narad, "sub", "d", "--drain", "-o", "raw", "--stats=json")
 			mustAck(s, b.drainN)
 			return s.wall
-		})
-	return []row{speedRow("2 pipelined drain",
+		}
+	}
+	base, narad := b.alternate(raw, sub(runProc))
+	rows := []row{speedRow("2 pipelined drain",
 		fmt.Sprintf("narad sub t --drain -o raw > /dev/null (%d messages)", b.drainN),
 		"Go loop: consume max=100, then batch ack, one at a time", base, narad, 1.2)}
+	b.logf("  through a pipe")
+	base, narad = b.alternate(raw, sub(runPiped))
+	r := speedRow("2 pipelined drain", fmt.Sprintf("narad sub t --drain -o raw | cat > /dev/null (%d messages)", b.drainN),
+		"the same", base, narad, 0)
+	r.target, r.informational = "none: each line is acked once the reader took it", true
+	return append(rows, r)
 }
 
 // legacy: the same drain against an older node, against 8 loops of single

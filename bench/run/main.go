@@ -39,6 +39,7 @@ type row struct {
 	ratio                   float64
 	target                  string // "≥ 5×", "≤ 1.2×", ...
 	met                     bool
+	informational           bool // no goal of its own: the target column says why it is shown
 }
 
 var goals = []goal{
@@ -169,11 +170,14 @@ func printTable(rows []row, machine string) {
 	fmt.Println("| goal | command | baseline | baseline | narad | ratio | target |")
 	fmt.Println("|---|---|---|---:|---:|---:|---|")
 	for _, r := range rows {
-		verdict := "met"
-		if !r.met {
-			verdict = "NOT met"
+		verdict := " (met)"
+		switch {
+		case r.informational:
+			verdict = ""
+		case !r.met:
+			verdict = " (NOT met)"
 		}
-		fmt.Printf("| %s | `%s` | %s | %s | %s | %.2f× | %s (%s) |\n", r.goal, r.command, r.baseline,
+		fmt.Printf("| %s | `%s` | %s | %s | %s | %.2f× | %s%s |\n", r.goal, r.command, r.baseline,
 			formatValue(r.base, r.unit), formatValue(r.narad, r.unit), r.ratio, r.target, verdict)
 	}
 }

@@ -21,10 +21,20 @@ type sample struct {
 	stderr string
 }
 
-// runProc runs argv with stdin from the file in (or nothing) and its stdout
-// discarded, and measures it. A failure is fatal: a figure from a run that did not
-// do its work would be a lie.
+// runProc runs argv with stdin from the file in (or nothing) and its stdout on
+// /dev/null, as the goals' commands say, and measures it. A failure is fatal: a
+// figure from a run that did not do its work would be a lie.
 func runProc(env []string, in string, argv ...string) sample {
+	return runProcTo(nil, env, in, argv...)
+}
+
+// runPiped is runProc with stdout a pipe that this program reads and discards
+// (`| cat > /dev/null`): narad then acks a line only once the reader took it.
+func runPiped(env []string, in string, argv ...string) sample {
+	return runProcTo(io.Discard, env, in, argv...)
+}
+
+func runProcTo(out io.Writer, env []string, in string, argv ...string) sample {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	if in != "" {
@@ -36,7 +46,8 @@ func runProc(env []string, in string, argv ...string) sample {
 		cmd.Stdin = f
 	}
 	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	// A nil Stdout is /dev/null; any other writer that is not a file is a pipe.
+	cmd.Stdout, cmd.Stderr = out, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)

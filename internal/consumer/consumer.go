@@ -356,6 +356,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 		stop(StopInterrupted) // no-op unless ctx itself ended
 		reason = Reason(early.Load())
 	}
+	t.collect()
 	if err := h.Finish(ctx, stopping); err != nil && fatal == nil {
 		fatal, reason = err, StopFailed
 	}
@@ -380,6 +381,23 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	}, fatal
 }
 
+// legacyParallel is how many consumes are kept on their way at once when the node
+// answers one message per consume (older than v3.1): each answer is one message, so
+// round trips run side by side rather than one after another, as eight loops of
+// consume and ack would. --count bounds them (each asks for one), and the node's own
+// in-flight cap answers the rest empty.
+const legacyParallel = 8
+
+// aheadTaker is a Handler that can take the next batch while it handles one (the
+// Printer): the loop then sends the next consume before it hands a batch over, so the
+// node leases the next batch while this one is written and acked.
+type aheadTaker interface {
+	// Ahead is how many messages it could take now without waiting, counting those
+	// handed over that it still holds but not the batch about to be handed over; 0 or
+	// less means none until Slots says so.
+	Ahead() int
+}
+
 // taker is the loop that takes messages and hands them over.
 type taker struct {
 	ctx, take  context.Context // the hard stop; any stop
@@ -391,12 +409,29 @@ type taker struct {
 	o          Options
 	answerLost bool
 	lost       error // the connection error while the node is gone
+
+	results chan *call // consumes that came back
+	out     int        // consumes on their way
+	asked   int        // messages they asked for
+	single  bool       // the node answers one message per consume
+}
+
+// call is one consume on its way.
+type call struct {
+	n int // messages asked for
+	// quiet is a consume sent while nothing of this run was held, being settled or
+	// asked for: an empty answer to it means the node has nothing ready for us.
+	quiet   bool
+	settled <-chan struct{} // closed at the first settlement that ends after it was sent
+	res     *client.ConsumeResult
+	err     error
 }
 
 // run takes and hands over until a stop. It returns the reason (0 when a stop ended
 // it, leaving the reason to whoever stopped it) or a fatal error. The timeout running
 // out while the node is gone is the node's error: the run did not end cleanly.
 func (t *taker) run() (Reason, error) {
+	t.results = make(chan *call, legacyParallel+1)
 	reason, err := t.loop()
 	if reason == 0 && err == nil && t.lost != nil && !closed(t.o.Stop) && t.ctx.Err() == nil {
 		return 0, t.lost
@@ -425,19 +460,22 @@ func (t *taker) loop() (Reason, error) {
 		if t.take.Err() != nil {
 			return 0, nil
 		}
-		free, err := t.h.Slots(t.take)
-		if err != nil {
-			if t.take.Err() != nil {
-				return 0, nil
+		if t.out == 0 {
+			free, err := t.h.Slots(t.take)
+			if err != nil {
+				if t.take.Err() != nil {
+					return 0, nil
+				}
+				return 0, err
 			}
-			return 0, err
+			n := min(o.Max, max(free, 1))
+			if o.Count > 0 {
+				n = min(n, o.Count-received)
+			}
+			t.send(wait, n)
 		}
-		n := min(o.Max, max(free, 1))
-		if o.Count > 0 {
-			n = min(n, o.Count-received)
-		}
-		held, settled := t.s.pending()
-		res, err := t.consume(wait, n)
+		c := t.next()
+		res, err := c.res, c.err
 		switch {
 		case err == nil:
 		case errors.Is(err, client.ErrAnswerLost):
@@ -457,6 +495,9 @@ func (t *taker) loop() (Reason, error) {
 					o.OnNodeLost(err)
 				}
 			}
+			if t.out > 0 {
+				continue // the others come back the same way; one pause is enough
+			}
 			if !pause(t.take, backoff) {
 				return 0, nil
 			}
@@ -475,15 +516,20 @@ func (t *taker) loop() (Reason, error) {
 			}
 		}
 		if res == nil || len(res.Messages) == 0 {
+			if t.out > 0 {
+				// Others are on their way: their answers say more. No new consume is
+				// sent after an empty answer until one brings messages.
+				continue
+			}
 			if o.Drain {
-				if held == 0 {
+				if c.quiet {
 					return StopDrained, nil
 				}
-				// Something of this run was held or being settled when we asked, and the
-				// node may have had nothing to give only because of it (a partition's
-				// in-flight cap): ask again once a settlement has ended.
+				// Something of this run was held, being settled or asked for when we
+				// asked, and the node may have had nothing to give only because of it
+				// (a partition's in-flight cap): ask again once a settlement has ended.
 				select {
-				case <-settled:
+				case <-c.settled:
 				case <-t.take.Done():
 					return 0, nil
 				}
@@ -494,6 +540,7 @@ func (t *taker) loop() (Reason, error) {
 			}
 			continue
 		}
+		t.single = t.single || res.Single
 		ds := t.s.wrap(res.Messages)
 		received += len(ds)
 		t.c.received.Add(int64(len(ds)))
@@ -503,6 +550,7 @@ func (t *taker) loop() (Reason, error) {
 			_ = NackAll(ds, GiveBack)
 			return 0, nil
 		}
+		t.sendAhead(wait, received, len(ds), len(ds) < c.n)
 		if err := t.h.Handle(t.ctx, ds); err != nil {
 			if errors.Is(err, ErrOutputClosed) {
 				return StopOutputClosed, nil
@@ -511,6 +559,82 @@ func (t *taker) loop() (Reason, error) {
 				return 0, nil
 			}
 			return 0, err
+		}
+	}
+}
+
+// sendAhead sends the next consumes before a batch of inHand messages is handed over,
+// when the handler can take them (aheadTaker): one for a node that answers batches,
+// unless this batch came back short (the node had no more ready, and the next consume
+// would long-poll while lines may wait in a pipe); up to legacyParallel for a node
+// that answers one message per consume. No request asks for more than --count still
+// needs, counting what those on their way asked for.
+func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) {
+	a, ok := t.h.(aheadTaker)
+	if !ok {
+		return
+	}
+	depth := 1
+	if t.single {
+		depth = legacyParallel
+	} else if short {
+		return
+	}
+	if t.out >= depth {
+		return
+	}
+	room := a.Ahead() - inHand - t.asked
+	for t.out < depth && room > 0 {
+		n := min(t.o.Max, room)
+		if t.single {
+			n = 1 // each answer is one message whatever max says
+		}
+		if t.o.Count > 0 {
+			n = min(n, t.o.Count-received-t.asked)
+		}
+		if n <= 0 || t.take.Err() != nil {
+			return
+		}
+		t.send(wait, n)
+		room -= n
+	}
+}
+
+// send starts a consume of up to n messages; next receives its answer.
+func (t *taker) send(wait time.Duration, n int) {
+	held, settled := t.s.pending()
+	c := &call{n: n, quiet: held == 0 && t.out == 0, settled: settled}
+	t.out++
+	t.asked += n
+	go func() {
+		c.res, c.err = t.consume(wait, n)
+		t.results <- c
+	}()
+}
+
+// next waits for a consume on its way to come back.
+func (t *taker) next() *call {
+	c := <-t.results
+	t.out--
+	t.asked -= c.n
+	return c
+}
+
+// collect lets every consume still on its way arrive and gives back at once what it
+// brings: the loop takes nothing more. Run calls it once the loop ended and the stop,
+// if any, is known, so that a node that does not answer is cut after its grace.
+func (t *taker) collect() {
+	for t.out > 0 {
+		c := t.next()
+		switch {
+		case c.err != nil:
+			if errors.Is(c.err, client.ErrAnswerLost) {
+				t.answerLost = true
+			}
+		case c.res != nil && len(c.res.Messages) > 0:
+			ds := t.s.wrap(c.res.Messages)
+			t.c.received.Add(int64(len(ds)))
+			_ = NackAll(ds, GiveBack)
 		}
 	}
 }
@@ -526,22 +650,8 @@ const firstReconnect = 250 * time.Millisecond
 func (t *taker) consume(wait time.Duration, n int) (*client.ConsumeResult, error) {
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-t.stopping:
-		case <-done:
-			return
-		}
-		cut := time.NewTimer(wait + t.o.AnswerGrace)
-		defer cut.Stop()
-		select {
-		case <-cut.C:
-			cancel()
-		case <-done:
-		}
-	}()
+	// Any stop ends take; only then is a timer started, so a consume costs no watcher.
+	defer context.AfterFunc(t.take, func() { time.AfterFunc(wait+t.o.AnswerGrace, cancel) })()
 	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
 }
 

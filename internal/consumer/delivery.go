@@ -56,13 +56,13 @@ func (d Delivery) DeadLettered(why Cause) error {
 type Delivery struct{ d *delivery }
 
 type delivery struct {
-	msg     client.Message
+	msg     *client.Message // in the consume answer's slice, which it keeps alive
 	s       *settler
 	settled atomic.Bool
 }
 
 // Message is the delivered message. It must not be modified.
-func (d Delivery) Message() *client.Message { return &d.d.msg }
+func (d Delivery) Message() *client.Message { return d.d.msg }
 
 // Ack accepts the delivery. It returns ErrLeaseGone on a 410 (counted ack_gone).
 func (d Delivery) Ack() error { return d.d.s.settle(client.Ack, GiveBack, []*delivery{d.d}) }
@@ -224,7 +224,7 @@ func (s *settler) wrap(msgs []client.Message) []Delivery {
 		s.mu.Lock()
 	}
 	for i := range msgs {
-		backing[i] = delivery{msg: msgs[i], s: s}
+		backing[i] = delivery{msg: &msgs[i], s: s}
 		ds[i] = Delivery{&backing[i]}
 		// With NoAck nothing is ever settled, so tracking would only grow.
 		if !s.noAck {

@@ -18,9 +18,17 @@ type LineRenderer interface {
 	Append(dst []byte, m *client.Message) ([]byte, error)
 }
 
-// printAcksInFlight bounds the batches whose ack is still on its way, so a slow
-// broker slows printing down instead of letting leases pile up.
-const printAcksInFlight = 4
+// printAcksInFlight bounds the ack requests on their way at once, and
+// printAcksQueued the written lines waiting for one, so that a slow broker slows
+// printing down instead of letting leases pile up.
+const (
+	printAcksInFlight = 4
+	printAcksQueued   = printAcksInFlight * MaxBatch
+)
+
+// aheadUnbounded is what a Printer to a file or a terminal can take at once: its
+// writes do not wait for a reader, so only the acks still to send hold leases.
+const aheadUnbounded = 2 * printAcksQueued
 
 // Printer is the Handler of plain `narad sub`: it writes each batch and acks exactly
 // what was written.
@@ -38,8 +46,15 @@ type Printer struct {
 	buf  []byte
 	ends []int
 
-	acks chan struct{} // a token per batch whose ack is in flight
-	wg   sync.WaitGroup
+	// Written lines wait in ackQueue for an acker: at most printAcksInFlight run at
+	// once, each sending everything queued when it looks, so acks of small batches
+	// (one message each from an older node) share requests while others are on their
+	// way.
+	ackMu    sync.Mutex
+	ackRoom  *sync.Cond // signalled when the queue shrinks
+	ackQueue []Delivery
+	ackers   int
+	wg       sync.WaitGroup
 
 	// stop, when set, abandons a write that is blocked (a reader that stopped
 	// reading) so a signal still gives the batch back instead of hanging on it.
@@ -60,7 +75,8 @@ func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
-	p := &Printer{w: w, r: r, acks: make(chan struct{}, printAcksInFlight), max: MaxBatch}
+	p := &Printer{w: w, r: r, max: MaxBatch}
+	p.ackRoom = sync.NewCond(&p.ackMu)
 	if probe := pipeOf(w); probe != nil {
 		p.pipe = newPipeState(probe, &p.wg, p.ackLater)
 	}
@@ -192,19 +208,49 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 }
 
 // ackLater acks ds in the background, at most printAcksInFlight requests at once; it
-// blocks while that many are on their way. Finish waits for them.
+// blocks while printAcksQueued lines already wait for an ack. Finish waits for them.
 func (p *Printer) ackLater(ds []Delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	p.acks <- struct{}{}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer func() { <-p.acks }()
+	p.ackMu.Lock()
+	for len(p.ackQueue) >= printAcksQueued {
+		p.ackRoom.Wait()
+	}
+	p.ackQueue = append(p.ackQueue, ds...)
+	if p.ackers < printAcksInFlight {
+		p.ackers++
+		p.wg.Add(1)
+		go p.acker()
+	}
+	p.ackMu.Unlock()
+}
+
+// acker acks what waits in the queue until it is empty.
+func (p *Printer) acker() {
+	defer p.wg.Done()
+	p.ackMu.Lock()
+	for len(p.ackQueue) > 0 {
+		ds := p.ackQueue
+		p.ackQueue = nil
+		p.ackRoom.Broadcast()
+		p.ackMu.Unlock()
 		// Its outcome is in the counters; an ack that fails does not stop printing.
 		_ = AckAll(ds)
-	}()
+		p.ackMu.Lock()
+	}
+	p.ackers--
+	p.ackMu.Unlock()
+}
+
+// Ahead is how many more messages the Printer can take without waiting: for a pipe,
+// what its bound on unread lines leaves (none once a batch came back short or the
+// reader went away); otherwise a few batches, which only wait for their acks.
+func (p *Printer) Ahead() int {
+	if p.pipe != nil {
+		return p.pipe.ahead()
+	}
+	return aheadUnbounded
 }
 
 // write writes buf, on the caller's goroutine unless a stop can interrupt it.
