@@ -55,9 +55,8 @@ type globalFlags struct {
 // Main runs narad with args and returns the process exit code.
 func Main(args []string) int {
 	ios := iostreams.System()
-	sigs := NewSignals()
-	stop := sigs.Notify()
-	defer stop()
+	sigs := ProcessSignals()
+	defer sigs.Close()
 	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs, ReadSecret: terminalSecret(ios.ErrOut, sigs.Soft)}
 	return Run(f, args)
 }
@@ -110,6 +109,7 @@ func firstLine(s string) string {
 // NewRootCmd builds a fresh command tree (no global state: tests build many).
 func NewRootCmd(f *Factory) *cobra.Command {
 	root := newRoot(f)
+	knowVersion(root)
 	for _, t := range topCommands() {
 		addGroup(root, t.group, t.build(f))
 	}
@@ -166,15 +166,26 @@ func topCommands() []topCommand {
 func newRootFor(f *Factory, args []string) *cobra.Command {
 	root := newRoot(f)
 	tops := topCommands()
-	for _, t := range tops {
-		root.AddCommand(&cobra.Command{Use: t.name, Aliases: t.aliases, Run: func(*cobra.Command, []string) {}})
+	// The command first, with no flag before it, is the usual case, and is what Find
+	// would find: the stand-ins are only for flags before the command.
+	i := -1
+	if len(args) > 0 {
+		i = slices.IndexFunc(tops, func(t topCommand) bool { return t.name == args[0] || slices.Contains(t.aliases, args[0]) })
 	}
-	found, _, err := root.Find(args)
-	i := slices.IndexFunc(tops, func(t topCommand) bool { return found != nil && t.name == found.Name() })
-	if err != nil || i < 0 || found.Name() == "completion" {
+	if i < 0 {
+		for _, t := range tops {
+			root.AddCommand(&cobra.Command{Use: t.name, Aliases: t.aliases, Run: func(*cobra.Command, []string) {}})
+		}
+		found, _, err := root.Find(args)
+		i = slices.IndexFunc(tops, func(t topCommand) bool { return found != nil && t.name == found.Name() })
+		if err != nil || i < 0 {
+			return NewRootCmd(f)
+		}
+		root.ResetCommands()
+	}
+	if tops[i].name == "completion" {
 		return NewRootCmd(f)
 	}
-	root.ResetCommands()
 	addGroup(root, tops[i].group, tops[i].build(f))
 	strictHelp(root)
 	teach(root)
@@ -201,6 +212,9 @@ func newRoot(f *Factory) *cobra.Command {
 		// otherwise get cobra's, built at every run and never reachable.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Annotations[instant] == "" {
+				f.Signals.Listen()
+			}
 			switch f.global.color {
 			case "auto", "always", "never":
 			default:
@@ -242,11 +256,21 @@ func newRoot(f *Factory) *cobra.Command {
 		&cobra.Group{ID: "setup", Title: "Setup:"},
 	)
 	root.SetHelpCommandGroupID("setup")
-	v := buildInfo()
-	root.Version = v.Version // --version, printed like `narad version`
 	root.Flags().Bool("version", false, "print the version, as narad version does")
-	root.SetVersionTemplate(versionLine(v) + "\n")
 	return root
+}
+
+// instant marks (in Annotations) a command that answers at once: it never waits on
+// anything a signal should stop, so signals are not wired for it (see Signals.Listen).
+const instant = "narad/instant"
+
+// knowVersion makes --version work on root, printing what `narad version` does. Only
+// the whole tree needs it: --version is the root's own flag, and the build info it
+// reads costs every other run for nothing.
+func knowVersion(root *cobra.Command) {
+	v := buildInfo()
+	root.Version = v.Version
+	root.SetVersionTemplate(versionLine(v) + "\n")
 }
 
 func addGroup(root *cobra.Command, id string, cmds ...*cobra.Command) {

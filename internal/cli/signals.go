@@ -21,6 +21,11 @@ type Signals struct {
 	first  syscall.Signal
 	cancel context.CancelFunc
 	count  int
+
+	// process says Listen wires the process's signals (Main); unwire undoes it.
+	process bool
+	listen  sync.Once
+	unwire  func()
 }
 
 // NewSignals returns Signals not yet wired to the process (tests call Trigger).
@@ -83,6 +88,33 @@ func (s *Signals) Notify() (stop func()) {
 	return func() {
 		signal.Stop(ch)
 		close(done)
+	}
+}
+
+// ProcessSignals returns Signals for the process: SIGPIPE is ignored at once (a write
+// to a closed stdout returns EPIPE), and the rest is wired by Listen, when a command
+// that runs asks. An instant command (version, help) never does: registering the
+// handlers starts the runtime's signal thread, a tenth of its start-up.
+func ProcessSignals() *Signals {
+	signal.Ignore(syscall.SIGPIPE)
+	s := NewSignals()
+	s.process = true
+	return s
+}
+
+// Listen wires the process's signals to s (see Notify), once; nothing for Signals
+// that are not the process's (tests call Trigger).
+func (s *Signals) Listen() {
+	if s.process {
+		s.listen.Do(func() { s.unwire = s.Notify() })
+	}
+}
+
+// Close undoes Listen.
+func (s *Signals) Close() {
+	s.listen.Do(func() {}) // no Listen from now on
+	if s.unwire != nil {
+		s.unwire()
 	}
 }
 

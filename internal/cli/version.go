@@ -74,7 +74,8 @@ func newVersionCmd(f *Factory) *cobra.Command {
 		Example: "  narad version\n" +
 			"  narad --version\n" +
 			"  narad version -o json | jq -r .version",
-		Args: exactArgs(0, "no arguments"),
+		Args:        exactArgs(0, "no arguments"),
+		Annotations: map[string]string{instant: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return versionRun(f, opts)
 		},
