@@ -175,10 +175,24 @@ func (b *bench) startup() []row {
 	return rows
 }
 
-// instructions counts the instructions one run of argv executes, with valgrind;
-// 0 when valgrind could not tell. A run valgrind broke (it does not know every
-// instruction the Go runtime may use, RDTSCP) is tried again.
+// instructions is the median of the instruction counts of countRuns runs of argv
+// (with valgrind): the runtime's background threads make a count vary by a tenth
+// from run to run, and now and then by more. 0 when valgrind could not tell.
 func instructions(bin string, args []string) float64 {
+	const countRuns = 7
+	var counts []float64
+	for range countRuns {
+		if n := instructionsOnce(bin, args); n > 0 {
+			counts = append(counts, n)
+		}
+	}
+	return median(counts)
+}
+
+// instructionsOnce counts the instructions one run of argv executes; 0 when valgrind
+// could not tell. A run valgrind broke (it does not know every instruction the Go
+// runtime may use, RDTSCP) is tried again.
+func instructionsOnce(bin string, args []string) float64 {
 	argv := append([]string{"--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", bin}, args...)
 	for range 5 {
 		out, err := exec.Command("valgrind", argv...).CombinedOutput()

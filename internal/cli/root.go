@@ -63,7 +63,18 @@ func Main(args []string) int {
 
 // Run executes one invocation against f and returns the exit code; it prints the
 // one fatal line itself so that no command ever prints a stack trace or usage dump.
-func Run(f *Factory, args []string) int { return run(f, args, newRootFor) }
+func Run(f *Factory, args []string) int {
+	if text, ok := quickHelp(args); ok {
+		_, _ = io.WriteString(f.IO.Out, text) // as cobra's help, a closed output is no failure
+		return 0
+	}
+	if len(args) == 1 && args[0] == "version" {
+		// The plain `narad version` needs no command tree either: it runs what the
+		// tree would.
+		return finish(f, versionRun(f, &versionOptions{output: "text"}))
+	}
+	return run(f, args, newRootFor)
+}
 
 // run is Run with the command tree from build (a test compares trees).
 func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Command) (code int) {
@@ -76,7 +87,12 @@ func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Comman
 	}()
 	root := build(f, args)
 	root.SetArgs(args)
-	err := root.Execute()
+	return finish(f, root.Execute())
+}
+
+// finish is the exit code of a run that ended with err, after the one line that
+// says why, when it failed.
+func finish(f *Factory, err error) (code int) {
 	code = exitCodeFor(err)
 	if err != nil {
 		var ee *exitError
