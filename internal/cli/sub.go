@@ -231,7 +231,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	if err := opts.validate(cmd); err != nil {
 		return err
 	}
-	streamGC(f.Getenv)
+	gcHooks := streamGC(f.Getenv)
 	if opts.peek {
 		return peekRun(f, cmd, opts)
 	}
@@ -243,7 +243,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 			return err
 		}
 	}
-	c, err := f.Client()
+	c, err := f.Client(gcHooks...)
 	if err != nil {
 		return err
 	}
@@ -272,6 +272,7 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 	var h consumer.Handler
 	var sup *supervisor.Supervisor
 	if opts.command == nil {
+		streamProcs(f.Getenv)
 		p := consumer.NewPrinter(f.IO.Out, r)
 		p.AsksFor(opts.max)
 		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {

@@ -85,3 +85,35 @@ func BenchmarkAckEncode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSingleConsumeAck is one message from a node older than v3.1: a consume in
+// the single-message shape and its ack, each a request of its own, against a local
+// server. What the client spends per request shows here.
+func BenchmarkSingleConsumeAck(b *testing.B) {
+	msg := []byte(`{"topic":"orders","partition":1,"offset":7,"payload":"7","timestamp":1790623277,"receipt_handle":"1:7:3327358780392153864"}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(msg)
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.legacySettle.Store(true)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := c.Consume(ctx, "orders", ConsumeOptions{Max: 1})
+		if err != nil || len(res.Messages) != 1 {
+			b.Fatal(err)
+		}
+		if _, err := c.Settle(ctx, "orders", Ack, []string{res.Messages[0].ReceiptHandle}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

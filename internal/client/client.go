@@ -58,6 +58,10 @@ type Client struct {
 	timeout    time.Duration // of a request that does not long-poll
 	http       *http.Client
 	hooks      hooks
+	// The values of the headers every request carries, shared by all of them (the
+	// transport only reads them): a slice a header per request was a tenth of what a
+	// request allocated.
+	nameHeader, uaHeader []string
 
 	// What this node turned out not to speak, learned once per Client: an older node
 	// answers a batch ack with 400 "receipt_handle required" and ignores max on consume.
@@ -121,6 +125,7 @@ func New(cfg Config) (*Client, error) {
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
+	c.nameHeader, c.uaHeader = []string{c.name}, []string{c.ua}
 	if c.hooks, err = newHooks(cfg.Hooks); err != nil {
 		return nil, err
 	}
@@ -264,10 +269,10 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 		req.Header[k] = v
 	}
 	if r.ctype != "" {
-		req.Header.Set("Content-Type", r.ctype)
+		req.Header["Content-Type"] = contentTypeHeader(r.ctype)
 	}
-	req.Header.Set("X-Narad-Client", c.name)
-	req.Header.Set("User-Agent", c.ua)
+	req.Header["X-Narad-Client"] = c.nameHeader
+	req.Header["User-Agent"] = c.uaHeader
 	x := Exchange{Op: r.op, Method: r.method, URL: u, Attempt: max(r.attempt, 1)}
 	if len(c.hooks.request) > 0 {
 		// Cloned before the credentials go in: no hook ever sees them.
@@ -320,6 +325,22 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 		h.OnTransportError(TransportErrorEvent{Exchange: x, Err: err, Latency: took, Sent: sent.Load()})
 	}
 	return nil, fmt.Errorf("%s: %w", r.op, err)
+}
+
+// The content types requests carry, as shared header values.
+var (
+	jsonTypeHeader   = []string{"application/json"}
+	binaryTypeHeader = []string{"application/octet-stream"}
+)
+
+func contentTypeHeader(ctype string) []string {
+	switch ctype {
+	case jsonTypeHeader[0]:
+		return jsonTypeHeader
+	case binaryTypeHeader[0]:
+		return binaryTypeHeader
+	}
+	return []string{ctype}
 }
 
 // cutError is a connection that ended before the answer did: a bare "EOF" tells a

@@ -229,7 +229,7 @@ func (s *settleCall) run(ctx context.Context, jobs [][]int) {
 		return
 	}
 	s.send(ctx, jobs[0])
-	if s.fatal != nil {
+	if s.fatal != nil || len(jobs) == 1 {
 		return
 	}
 	if len(jobs) > 1 && s.c.legacySettle.Load() && len(jobs[0]) > 1 {

@@ -410,7 +410,9 @@ type taker struct {
 	answerLost bool
 	lost       error // the connection error while the node is gone
 
+	orders  chan *call // consumes to send, taken by the senders
 	results chan *call // consumes that came back
+	senders int        // goroutines sending consumes, each one at a time
 	out     int        // consumes on their way
 	asked   int        // messages they asked for
 	single  bool       // the node answers one message per consume
@@ -418,7 +420,8 @@ type taker struct {
 
 // call is one consume on its way.
 type call struct {
-	n int // messages asked for
+	n    int // messages asked for
+	wait time.Duration
 	// quiet is a consume sent while nothing of this run was held, being settled or
 	// asked for: an empty answer to it means the node has nothing ready for us.
 	quiet   bool
@@ -431,7 +434,9 @@ type call struct {
 // it, leaving the reason to whoever stopped it) or a fatal error. The timeout running
 // out while the node is gone is the node's error: the run did not end cleanly.
 func (t *taker) run() (Reason, error) {
+	t.orders = make(chan *call, legacyParallel+1)
 	t.results = make(chan *call, legacyParallel+1)
+	defer close(t.orders) // the senders end; collect has taken every answer by then
 	reason, err := t.loop()
 	if reason == 0 && err == nil && t.lost != nil && !closed(t.o.Stop) && t.ctx.Err() == nil {
 		return 0, t.lost
@@ -600,16 +605,27 @@ func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) 
 	}
 }
 
-// send starts a consume of up to n messages; next receives its answer.
+// send starts a consume of up to n messages; next receives its answer. The consumes
+// go out through senders kept for the run, one more whenever all are busy: a
+// goroutine per consume cost its start and the growth of its stack every time.
 func (t *taker) send(wait time.Duration, n int) {
 	held, settled := t.s.pending()
-	c := &call{n: n, quiet: held == 0 && t.out == 0, settled: settled}
+	c := &call{n: n, wait: wait, quiet: held == 0 && t.out == 0, settled: settled}
 	t.out++
 	t.asked += n
-	go func() {
-		c.res, c.err = t.consume(wait, n)
+	if t.senders < t.out {
+		t.senders++
+		go t.sender()
+	}
+	t.orders <- c
+}
+
+// sender sends the consumes ordered until the run ends.
+func (t *taker) sender() {
+	for c := range t.orders {
+		c.res, c.err = t.consume(c.wait, c.n)
 		t.results <- c
-	}()
+	}
 }
 
 // next waits for a consume on its way to come back.

@@ -52,8 +52,11 @@ type Printer struct {
 	// way.
 	ackMu    sync.Mutex
 	ackRoom  *sync.Cond // signalled when the queue shrinks
+	ackWork  *sync.Cond // signalled when the queue grows or the run ends
 	ackQueue []Delivery
-	ackers   int
+	ackers   int // running, each kept until Finish
+	idle     int // ackers waiting for work
+	ackDone  bool
 	wg       sync.WaitGroup
 
 	// stop, when set, abandons a write that is blocked (a reader that stopped
@@ -77,6 +80,7 @@ func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
 	p := &Printer{w: w, r: r, max: MaxBatch}
 	p.ackRoom = sync.NewCond(&p.ackMu)
+	p.ackWork = sync.NewCond(&p.ackMu)
 	if probe := pipeOf(w); probe != nil {
 		p.pipe = newPipeState(probe, &p.wg, p.ackLater)
 	}
@@ -218,7 +222,12 @@ func (p *Printer) ackLater(ds []Delivery) {
 		p.ackRoom.Wait()
 	}
 	p.ackQueue = append(p.ackQueue, ds...)
-	if p.ackers < printAcksInFlight {
+	switch {
+	case p.idle > 0:
+		p.ackWork.Signal()
+	case p.ackers < printAcksInFlight:
+		// Ackers are kept until Finish: one a burst cost its start and the growth of
+		// its stack every time, which one message per consume made every message.
 		p.ackers++
 		p.wg.Add(1)
 		go p.acker()
@@ -226,11 +235,21 @@ func (p *Printer) ackLater(ds []Delivery) {
 	p.ackMu.Unlock()
 }
 
-// acker acks what waits in the queue until it is empty.
+// acker acks what waits in the queue until Finish.
 func (p *Printer) acker() {
 	defer p.wg.Done()
 	p.ackMu.Lock()
-	for len(p.ackQueue) > 0 {
+	defer p.ackMu.Unlock()
+	for {
+		for len(p.ackQueue) == 0 {
+			if p.ackDone {
+				p.ackers--
+				return
+			}
+			p.idle++
+			p.ackWork.Wait()
+			p.idle--
+		}
 		ds := p.ackQueue
 		p.ackQueue = nil
 		p.ackRoom.Broadcast()
@@ -239,7 +258,13 @@ func (p *Printer) acker() {
 		_ = AckAll(ds)
 		p.ackMu.Lock()
 	}
-	p.ackers--
+}
+
+// stopAckers lets the ackers end once the queue is empty.
+func (p *Printer) stopAckers() {
+	p.ackMu.Lock()
+	p.ackDone = true
+	p.ackWork.Broadcast()
 	p.ackMu.Unlock()
 }
 
@@ -288,6 +313,9 @@ func (p *Printer) Finish(ctx context.Context, stopping <-chan struct{}) error {
 	if p.pipe != nil {
 		p.pipe.finish(ctx, stopping)
 	}
+	// An ack asked for after this (the pipe watcher's last look, which Wait waits
+	// for) still gets an acker: one is started when none is left.
+	p.stopAckers()
 	p.wg.Wait()
 	return nil
 }
