@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -589,6 +590,7 @@ func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) 
 		return
 	}
 	room := a.Ahead() - inHand - t.asked
+	sent := false
 	for t.out < depth && room > 0 {
 		n := min(t.o.Max, room)
 		if t.single {
@@ -598,10 +600,17 @@ func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) 
 			n = min(n, t.o.Count-received-t.asked)
 		}
 		if n <= 0 || t.take.Err() != nil {
-			return
+			break
 		}
 		t.send(wait, n)
+		sent = true
 		room -= n
+	}
+	if sent {
+		// Let the senders put their requests on the wire before this batch is written:
+		// on one P (see cli's streamProcs) they would otherwise wait until the loop
+		// blocks, after the write and the ack, and the node would idle meanwhile.
+		runtime.Gosched()
 	}
 }
 
