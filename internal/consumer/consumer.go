@@ -382,6 +382,11 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	}, fatal
 }
 
+// batchAhead is how many consumes are kept on their way while a batch is handed over,
+// for a node that answers batches: with one, the node idled while each answer was
+// read, decoded and handed on before the next consume could follow it.
+const batchAhead = 2
+
 // legacyParallel is how many consumes are kept on their way at once when the node
 // answers one message per consume (older than v3.1): each answer is one message, so
 // round trips run side by side rather than one after another, as eight loops of
@@ -435,8 +440,8 @@ type call struct {
 // it, leaving the reason to whoever stopped it) or a fatal error. The timeout running
 // out while the node is gone is the node's error: the run did not end cleanly.
 func (t *taker) run() (Reason, error) {
-	t.orders = make(chan *call, legacyParallel+1)
-	t.results = make(chan *call, legacyParallel+1)
+	t.orders = make(chan *call, max(legacyParallel, batchAhead)+1)
+	t.results = make(chan *call, max(legacyParallel, batchAhead)+1)
 	defer close(t.orders) // the senders end; collect has taken every answer by then
 	reason, err := t.loop()
 	if reason == 0 && err == nil && t.lost != nil && !closed(t.o.Stop) && t.ctx.Err() == nil {
@@ -570,17 +575,18 @@ func (t *taker) loop() (Reason, error) {
 }
 
 // sendAhead sends the next consumes before a batch of inHand messages is handed over,
-// when the handler can take them (aheadTaker): one for a node that answers batches,
-// unless this batch came back short (the node had no more ready, and the next consume
-// would long-poll while lines may wait in a pipe); up to legacyParallel for a node
-// that answers one message per consume. No request asks for more than --count still
-// needs, counting what those on their way asked for.
+// when the handler can take them (aheadTaker): up to batchAhead for a node that
+// answers batches, unless this batch came back short (the node had no more ready, and
+// the next consume would long-poll while lines may wait in a pipe); up to
+// legacyParallel for a node that answers one message per consume. What the handler
+// holds and what those on their way asked for count against what it can take, and no
+// request asks for more than --count still needs.
 func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) {
 	a, ok := t.h.(aheadTaker)
 	if !ok {
 		return
 	}
-	depth := 1
+	depth := batchAhead
 	if t.single {
 		depth = legacyParallel
 	} else if short {

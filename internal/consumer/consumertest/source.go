@@ -47,6 +47,9 @@ type Source struct {
 	// Over makes every consume return this many more messages than asked for, the
 	// way a misbehaving node might.
 	Over int
+	// Single answers as a node older than v3.1 does: one message per consume whatever
+	// max says, in the single-message shape.
+	Single bool
 }
 
 // New returns an empty Source.
@@ -108,11 +111,14 @@ func (s *Source) Consume(ctx context.Context, topic string, o client.ConsumeOpti
 		}
 		if len(s.queue) > 0 || o.Wait == 0 {
 			n := min(max(o.Max, 1)+s.Over, len(s.queue))
+			if s.Single {
+				n = min(1, len(s.queue))
+			}
 			got := slices.Clone(s.queue[:n])
 			s.queue = s.queue[n:]
 			s.consumes = append(s.consumes, Consume{Opts: o, Got: n, At: at})
 			s.mu.Unlock()
-			return &client.ConsumeResult{Messages: got}, nil
+			return &client.ConsumeResult{Messages: got, Single: s.Single && n > 0 && o.Max > 0}, nil
 		}
 		arrived := s.arrived
 		s.mu.Unlock()
