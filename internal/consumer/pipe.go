@@ -193,7 +193,9 @@ func (ps *pipeState) wrote(base int64, n int, abandoned bool) {
 		ps.announceGone()
 	}
 	ps.ack(acks)
-	// The loop is in Handle, not in a consume: giving back now hands nothing to this run.
+	// Only a run that is ending gives back here (a reader gone, a write abandoned or
+	// failed): a consume of it on its way (sent ahead) that is handed one of these is
+	// let arrive, and gives it back again.
 	_ = NackAll(back, GiveBack)
 }
 
