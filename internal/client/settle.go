@@ -346,12 +346,14 @@ func (s *settleCall) batch(ctx context.Context, idx []int) {
 	}
 	switch {
 	case resp.status == http.StatusOK:
-		var ans struct {
-			Results []struct {
-				Status int    `json:"status"`
-				Error  string `json:"error"`
-			} `json:"results"`
+		type result struct {
+			Status int    `json:"status"`
+			Error  string `json:"error"`
 		}
+		var ans struct {
+			Results []result `json:"results"`
+		}
+		ans.Results = make([]result, 0, len(idx)) // one a handle: no growing while decoding
 		err := json.Unmarshal(resp.body, &ans)
 		if err == nil && len(ans.Results) != len(idx) {
 			err = fmt.Errorf("%d results for %d handles", len(ans.Results), len(idx))
