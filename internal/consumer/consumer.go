@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 )
 
@@ -366,7 +367,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	if left := s.unsettled(); len(left) > 0 {
 		_ = NackAll(left, GiveBack)
 	}
-	if reason != StopFailed && (soft.Load() || closed(o.Stop) || ctx.Err() != nil) {
+	if reason != StopFailed && (soft.Load() || chans.Closed(o.Stop) || ctx.Err() != nil) {
 		reason = StopInterrupted
 	}
 	st := c.snapshot()
@@ -398,7 +399,7 @@ type taker struct {
 // out while the node is gone is the node's error: the run did not end cleanly.
 func (t *taker) run() (Reason, error) {
 	reason, err := t.loop()
-	if reason == 0 && err == nil && t.lost != nil && !closed(t.o.Stop) && t.ctx.Err() == nil {
+	if reason == 0 && err == nil && t.lost != nil && !chans.Closed(t.o.Stop) && t.ctx.Err() == nil {
 		return 0, t.lost
 	}
 	return reason, err
@@ -419,7 +420,7 @@ func (t *taker) loop() (Reason, error) {
 		}
 		// The watcher may not have seen a stop that came before this turn yet; a stop
 		// must mean nothing more is taken, so look here too.
-		if closed(o.Stop) {
+		if chans.Closed(o.Stop) {
 			return StopInterrupted, nil
 		}
 		if t.take.Err() != nil {
@@ -543,16 +544,6 @@ func (t *taker) consume(wait time.Duration, n int) (*client.ConsumeResult, error
 		}
 	}()
 	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
-}
-
-// closed reports whether ch is closed (never, for a nil ch).
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // pause waits d; false when ctx ended first.

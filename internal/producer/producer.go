@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 )
 
@@ -431,14 +432,7 @@ func (p *Producer) setFatal(err error) {
 	})
 }
 
-func (p *Producer) stopped() bool {
-	select {
-	case <-p.fatal:
-		return true
-	default:
-		return false
-	}
-}
+func (p *Producer) stopped() bool { return chans.Closed(p.fatal) }
 
 // finish records what became of one copy each of items (an item may appear once per
 // copy), reports a failed record once, and moves the window past settled records.
