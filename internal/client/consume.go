@@ -43,7 +43,7 @@ func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &ConsumeResult{Clamped: resp.header.Get("X-Narad-Wait-Clamped")}
+	res := &ConsumeResult{}
 	if resp.status == http.StatusNoContent {
 		return res, nil
 	}

@@ -39,8 +39,6 @@ type ConsumeOptions struct {
 // ConsumeResult is what one consume answered. Messages is empty on 204.
 type ConsumeResult struct {
 	Messages []Message
-	// Clamped is the X-Narad-Wait-Clamped header, when the node shortened the wait.
-	Clamped string
 }
 
 // ProduceOptions are the query parameters of a produce.
