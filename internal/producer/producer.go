@@ -94,10 +94,6 @@ type Result struct {
 	UnknownFirst, UnknownLast int
 }
 
-// Complete reports whether every record read was produced or reported, so that
-// resuming from Resume sends nothing twice.
-func (r *Result) Complete() bool { return r.Unknown == 0 }
-
 // item is one record taken from the input and what became of its copies.
 type item struct {
 	rec   *Record
