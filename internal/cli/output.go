@@ -33,6 +33,9 @@ type outputFlags struct {
 	unsafeRaw bool
 }
 
+// outputFlagNames are the flags addFlags adds: with sub's command, none applies.
+var outputFlagNames = []string{"output", "template", "delimiter", "utc", "unsafe-raw"}
+
 func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.format, "output", "o", "text", "output format: text, json or raw")

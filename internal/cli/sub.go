@@ -211,8 +211,10 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 	if opts.NoAck {
 		return usageErrorf("--no-ack cannot be used with a command (exit codes decide the settlement)")
 	}
-	if changed("output") || changed("template") || changed("delimiter") {
-		return usageErrorf("output flags do not apply with a command (its own output passes through)")
+	for _, name := range outputFlagNames {
+		if changed(name) {
+			return usageErrorf("output flags do not apply with a command (its own output passes through)")
+		}
 	}
 	switch {
 	case opts.Concurrency < 1 || opts.Concurrency > consumer.MaxBatch:

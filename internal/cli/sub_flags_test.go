@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 )
@@ -117,6 +120,8 @@ func TestSubFlags(t *testing.T) {
 		{[]string{"orders", "--ack-exit-codes", "0"}, "--ack-exit-codes needs a command"},
 		{[]string{"orders", "--no-ack", "--", "sh"}, "--no-ack cannot"},
 		{[]string{"orders", "-o", "text", "--", "sh"}, "output flags do not apply"},
+		{[]string{"orders", "--utc", "--", "sh"}, "output flags do not apply"},
+		{[]string{"orders", "--unsafe-raw", "--", "sh"}, "output flags do not apply"},
 		{[]string{"orders", "--lease", "0s", "--", "sh"}, "--lease must be at least 30ms"},
 		{[]string{"orders", "--max-attempts", "0", "--", "sh"}, "--max-attempts must be at least 1"},
 		{[]string{"orders", "--max-attempts", "2", "--", "sh"}, "go together"},
@@ -199,5 +204,19 @@ func TestReplayFlags(t *testing.T) {
 		if exitCodeFor(err) != ExitUsage || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%q: %v, want a usage error with %q", tt.args, err, tt.err)
 		}
+	}
+}
+
+// outputFlagNames is what sub refuses beside a command: it must name every output flag.
+func TestOutputFlagNamesAreTheFlags(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	var o outputFlags
+	o.addFlags(cmd)
+	var names []string
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) { names = append(names, fl.Name) })
+	slices.Sort(names)
+	want := slices.Sorted(slices.Values(outputFlagNames))
+	if !slices.Equal(names, want) {
+		t.Errorf("addFlags adds %v, outputFlagNames is %v", names, want)
 	}
 }
