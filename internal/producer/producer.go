@@ -92,6 +92,12 @@ type Result struct {
 	// UnknownFirst and UnknownLast are the positions of the first and last record with
 	// a message counted in Unknown.
 	UnknownFirst, UnknownLast int
+	// StoredPastResume is the messages of records at or after Resume that the node
+	// stored all the same (a request abandoned or refused before them, theirs answered
+	// 202): resuming from Resume sends them again. StoredFirst and StoredLast are the
+	// positions of the first and last such record.
+	StoredPastResume        int64
+	StoredFirst, StoredLast int
 }
 
 // item is one record taken from the input and what became of its copies.
@@ -216,6 +222,16 @@ func (p *Producer) Run(ctx context.Context) Result {
 		res.Resume = p.window[0].rec.Pos
 	case p.taken > 0:
 		res.Resume = p.lastPos + 1
+	}
+	for _, it := range p.window {
+		if it.produced == 0 {
+			continue
+		}
+		res.StoredPastResume += int64(it.produced)
+		if res.StoredFirst == 0 {
+			res.StoredFirst = it.rec.Pos
+		}
+		res.StoredLast = it.rec.Pos
 	}
 	return res
 }
