@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/producer"
@@ -166,7 +167,7 @@ func (b *Bench) Progress() Progress {
 func (b *Bench) Run(ctx context.Context) (Report, error) {
 	o := b.opts
 	r := Report{Topic: o.Topic, Count: o.Count, Size: o.Size, Payload: o.Payload.String(), Keys: o.Keys, Concurrency: o.Concurrency}
-	stopped := func() bool { return closed(o.Stop) || ctx.Err() != nil }
+	stopped := func() bool { return chans.Closed(o.Stop) || ctx.Err() != nil }
 	if stopped() {
 		r.Interrupted = true
 		return r, nil
@@ -320,7 +321,7 @@ func (h *counter) Slots(ctx context.Context) (int, error) {
 }
 
 func (h *counter) Handle(ctx context.Context, ds []consumer.Delivery) error {
-	if closed(h.stop) {
+	if chans.Closed(h.stop) {
 		_ = consumer.NackAll(ds, consumer.GiveBack)
 		return consumer.ErrStopped
 	}
@@ -357,12 +358,3 @@ func (h *counter) Finish(context.Context, <-chan struct{}) error { return nil }
 
 // busy is the time from the start to the last ack of a message.
 func (h *counter) busy() time.Duration { return time.Duration(h.lastAck.Load()) }
-
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}

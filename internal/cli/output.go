@@ -13,8 +13,19 @@ import (
 	"github.com/narad/narad/internal/render"
 )
 
-// messageOutput holds the output flags shared by sub, sub --peek and replay.
-type messageOutput struct {
+// MessageOutput is how sub, sub --peek and replay print each message, resolved from
+// the output flags (outputFlags) before the command runs.
+type MessageOutput struct {
+	Format    render.Format
+	Template  string // the --template source, with Format render.Template
+	Delimiter []byte // written after each payload with Format render.Raw
+	UTC       bool
+	// UnsafeRaw writes control characters as they are with -o raw to a terminal.
+	UnsafeRaw bool
+}
+
+// outputFlags are the output flags shared by sub, sub --peek and replay, as typed.
+type outputFlags struct {
 	format    string
 	template  string
 	delimiter string
@@ -22,7 +33,10 @@ type messageOutput struct {
 	unsafeRaw bool
 }
 
-func (o *messageOutput) addFlags(cmd *cobra.Command) {
+// outputFlagNames are the flags addFlags adds: with sub's command, none applies.
+var outputFlagNames = []string{"output", "template", "delimiter", "utc", "unsafe-raw"}
+
+func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.format, "output", "o", "text", "output format: text, json or raw")
 	fl.StringVar(&o.template, "template", "", "Go template per message, e.g. '{{.Partition}} {{.Key}} {{.Payload}}'")
@@ -31,32 +45,39 @@ func (o *messageOutput) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")
 }
 
-// renderer builds the renderer the flags ask for; bad flags are usage errors.
-func (o *messageOutput) renderer(f *Factory, cmd *cobra.Command) (*render.Renderer, error) {
+// resolve checks the output flags together; changed says whether a flag was given.
+// Bad flags are usage errors.
+func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) {
 	format, err := render.ParseFormat(o.format)
 	if err != nil {
-		return nil, usageErrorf("invalid --output %q (text, json or raw)", o.format)
+		return MessageOutput{}, usageErrorf("invalid --output %q (text, json or raw)", o.format)
 	}
 	if o.template != "" {
-		if cmd.Flags().Changed("output") {
-			return nil, usageErrorf("--template and --output cannot be used together")
+		if changed("output") {
+			return MessageOutput{}, usageErrorf("--template and --output cannot be used together")
 		}
 		format = render.Template
 	}
-	if cmd.Flags().Changed("delimiter") && format != render.Raw {
-		return nil, usageErrorf("--delimiter needs -o raw")
+	if changed("delimiter") && format != render.Raw {
+		return MessageOutput{}, usageErrorf("--delimiter needs -o raw")
 	}
 	if o.unsafeRaw && format != render.Raw {
-		return nil, usageErrorf("--unsafe-raw needs -o raw")
+		return MessageOutput{}, usageErrorf("--unsafe-raw needs -o raw")
 	}
+	return MessageOutput{Format: format, Template: o.template, Delimiter: []byte(o.delimiter), UTC: o.utc, UnsafeRaw: o.unsafeRaw}, nil
+}
+
+// renderer builds the renderer for o on f's stdout; a template that does not parse
+// is a usage error.
+func (o MessageOutput) renderer(f *Factory) (*render.Renderer, error) {
 	r, err := render.New(render.Options{
-		Format:    format,
-		Template:  o.template,
-		Delimiter: []byte(o.delimiter),
-		UTC:       o.utc,
+		Format:    o.Format,
+		Template:  o.Template,
+		Delimiter: o.Delimiter,
+		UTC:       o.UTC,
 		// A payload must not drive the terminal: raw bytes go to files and pipes.
-		EscapeRaw: format == render.Raw && f.IO.IsStdoutTTY() && !o.unsafeRaw,
-		Color:     format == render.Text && f.IO.ColorEnabled(),
+		EscapeRaw: o.Format == render.Raw && f.IO.IsStdoutTTY() && !o.UnsafeRaw,
+		Color:     o.Format == render.Text && f.IO.ColorEnabled(),
 	})
 	if err != nil {
 		return nil, usageErrorf("invalid --template: %v (fields: %s)", err, render.TemplateFields())

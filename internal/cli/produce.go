@@ -78,7 +78,9 @@ once. A summary goes to stderr.
 Ctrl-C stops reading and lets the requests already out finish, so the summary is
 exact and says from which line to resume without sending anything twice
 (interrupted: lines 1-1173 produced; resume with tail -n +1174). A second Ctrl-C
-abandons them: their messages are counted as unknown (they may have been stored).`,
+abandons them: their messages are counted as unknown (they may have been stored),
+and the summary names those lines and any later ones stored all the same, which
+resuming sends again.`,
 		Example: `  # One message with a key (same key, same partition)
   narad produce orders -k customer-42 '{"order_id": "ord_123", "amount": 4999}'
 
@@ -331,24 +333,41 @@ func resumeLine(res *producer.Result, where string) string {
 	default:
 		s = fmt.Sprintf("%s: %s 1-%d %s", how, units, r-1, done)
 	}
-	if res.Unknown > 0 {
-		span := fmt.Sprintf("%s %d", unit, res.UnknownFirst)
-		if res.UnknownLast != res.UnknownFirst {
-			span = fmt.Sprintf("%s %d-%d", units, res.UnknownFirst, res.UnknownLast)
+	span := func(first, last int) string {
+		if first == last {
+			return fmt.Sprintf("%s %d", unit, first)
 		}
-		s += fmt.Sprintf("; %s from %s may or may not have been stored", plural(res.Unknown, "message"), span)
+		return fmt.Sprintf("%s %d-%d", units, first, last)
+	}
+	if res.Unknown > 0 {
+		s += fmt.Sprintf("; %s from %s may or may not have been stored", plural(res.Unknown, "message"), span(res.UnknownFirst, res.UnknownLast))
+	}
+	// Records after the resume point that were stored are said too: resuming sends
+	// them again, and a user deduplicating by hand needs to know which.
+	if res.StoredPastResume > 0 {
+		verb := "were"
+		if res.StoredPastResume == 1 {
+			verb = "was"
+		}
+		s += fmt.Sprintf("; %s from %s %s stored too", plural(res.StoredPastResume, "message"), span(res.StoredFirst, res.StoredLast), verb)
+	}
+	again := ""
+	switch {
+	case res.Unknown > 0 && res.StoredPastResume > 0:
+		again = " (stores those again, or may)"
+	case res.Unknown > 0:
+		again = " (may store those again)"
+	case res.StoredPastResume > 0:
+		again = " (stores those again)"
 	}
 	if unit == "argument" {
-		return s + fmt.Sprintf("; resume from argument %d", res.Resume)
+		return s + fmt.Sprintf("; resume from argument %d", res.Resume) + again
 	}
 	s += fmt.Sprintf("; resume with tail -n +%d", res.Resume)
 	if file, ok := strings.CutPrefix(where, "file "); ok {
 		s += " " + file
 	}
-	if res.Unknown > 0 {
-		s += " (may store those again)"
-	}
-	return s
+	return s + again
 }
 
 func produceHint(status, size int) string {

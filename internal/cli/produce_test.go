@@ -279,6 +279,16 @@ func TestResumeLine(t *testing.T) {
 			"interrupted: lines 1-1165 produced; 8 messages from lines 1166-1173 may or may not have been stored; resume with tail -n +1166 (may store those again)"},
 		{"nothing done", res(func(r *producer.Result) { r.Resume, r.Unknown, r.UnknownFirst, r.UnknownLast = 1, 1, 1, 1 }), "stdin",
 			"interrupted: no line produced; 1 message from line 1 may or may not have been stored; resume with tail -n +1 (may store those again)"},
+		{"stored past the resume point", res(func(r *producer.Result) {
+			r.Resume, r.Unknown, r.UnknownFirst, r.UnknownLast = 1166, 8, 1166, 1173
+			r.StoredPastResume, r.StoredFirst, r.StoredLast = 100, 1174, 1273
+		}), "stdin",
+			"interrupted: lines 1-1165 produced; 8 messages from lines 1166-1173 may or may not have been stored; 100 messages from lines 1174-1273 were stored too; resume with tail -n +1166 (stores those again, or may)"},
+		{"fatal with later batches stored", res(func(r *producer.Result) {
+			r.Stopped, r.Fatal, r.Resume = false, errors.New("403"), 101
+			r.StoredPastResume, r.StoredFirst, r.StoredLast = 1, 250, 250
+		}), "stdin",
+			"stopped: lines 1-100 produced; 1 message from line 250 was stored too; resume with tail -n +101 (stores those again)"},
 		{"fatal", res(func(r *producer.Result) { r.Stopped, r.Fatal = false, errors.New("401") }), "stdin", "stopped: lines 1-1173 produced; resume with tail -n +1174"},
 		{"arguments", res(func(r *producer.Result) { r.Unit, r.Resume = "argument", 3 }), "arguments", "interrupted: arguments 1-2 produced; resume from argument 3"},
 		{"ran to the end", res(func(r *producer.Result) { r.Stopped = false }), "stdin", ""},

@@ -13,18 +13,32 @@ import (
 	"github.com/narad/narad/internal/replay"
 )
 
-type replayOptions struct {
-	topic     string
-	partition int
-	offset    int64
-	count     int
-	to        int64
-	follow    bool
-	out       messageOutput
+// ReplayOptions are replay's flags, resolved: replayRun never asks cobra what was given.
+type ReplayOptions struct {
+	Topic string
+	// Partition and Offset are nil unless given (Offset only with a Partition).
+	Partition *int
+	Offset    *int64
+	Count     int // 0: no limit
+	// To is the last offset to read, inclusive; nil: up to the tail.
+	To     *int64
+	Follow bool
+	Output MessageOutput
 }
 
 func newReplayCmd(f *Factory) *cobra.Command {
-	opts := &replayOptions{}
+	return replayCmd(f, replayRun)
+}
+
+// replayCmd parses flags into ReplayOptions and hands them to run, so tests can check
+// the parsing apart from the reading.
+func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Command {
+	opts := &ReplayOptions{}
+	var (
+		partition  int
+		offset, to int64
+		out        outputFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "replay TOPIC",
 		Short: "Read a topic's history by position, taking nothing",
@@ -40,57 +54,72 @@ func newReplayCmd(f *Factory) *cobra.Command {
 			"  narad replay orders -o json --follow | jq -r .key",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.topic = args[0]
-			if err := validateTopicName(opts.topic); err != nil {
+			opts.Topic = args[0]
+			if err := validateTopicName(opts.Topic); err != nil {
 				return err
 			}
-			return replayRun(f, cmd, opts)
+			changed := cmd.Flags().Changed
+			switch {
+			case changed("count") && changed("to"):
+				return usageErrorf("--count and --to cannot be used together (stop by one or the other)")
+			case opts.Count < 0:
+				return usageErrorf("--count must not be negative, not %d", opts.Count)
+			case changed("to") && to < 0:
+				// -1 is the flag's "up to the tail"; typed, a negative offset is a mistake.
+				return usageErrorf("--to must be 0 or more (an offset)")
+			}
+			if changed("to") {
+				opts.To = &to
+			}
+			if changed("partition") {
+				if partition < 0 {
+					return usageErrorf("--partition must be 0 or more")
+				}
+				opts.Partition = &partition
+			}
+			if changed("offset") {
+				if opts.Partition == nil {
+					return usageErrorf("--offset needs --partition")
+				}
+				if offset < 0 {
+					return usageErrorf("--offset must be 0 or more")
+				}
+				opts.Offset = &offset
+			}
+			o, err := out.resolve(changed)
+			if err != nil {
+				return err
+			}
+			opts.Output = o
+			return run(f, opts)
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.partition, "partition", -1, "read only this partition")
-	fl.Int64Var(&opts.offset, "offset", -1, "start at this offset (needs --partition)")
-	fl.IntVar(&opts.count, "count", 0, "stop after N messages")
-	fl.Int64Var(&opts.to, "to", -1, "stop after offset M (inclusive)")
-	fl.BoolVar(&opts.follow, "follow", false, "keep polling at the tail for new messages")
-	opts.out.addFlags(cmd)
+	fl.IntVar(&partition, "partition", -1, "read only this partition")
+	fl.Int64Var(&offset, "offset", -1, "start at this offset (needs --partition)")
+	fl.IntVar(&opts.Count, "count", 0, "stop after N messages")
+	fl.Int64Var(&to, "to", -1, "stop after offset M (inclusive)")
+	fl.BoolVar(&opts.Follow, "follow", false, "keep polling at the tail for new messages")
+	out.addFlags(cmd)
 	return cmd
 }
 
-func replayRun(f *Factory, cmd *cobra.Command, opts *replayOptions) error {
-	ro := replay.Options{Topic: opts.topic, Start: replay.FromOldest, To: opts.to, Count: opts.count, Follow: opts.follow}
-	fl := cmd.Flags()
-	switch {
-	case fl.Changed("count") && fl.Changed("to"):
-		return usageErrorf("--count and --to cannot be used together (stop by one or the other)")
-	case opts.count < 0:
-		return usageErrorf("--count must not be negative, not %d", opts.count)
-	case fl.Changed("to") && opts.to < 0:
-		// -1 is the flag's "up to the tail"; typed, a negative offset is a mistake.
-		return usageErrorf("--to must be 0 or more (an offset)")
+func replayRun(f *Factory, opts *ReplayOptions) error {
+	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromOldest, To: -1,
+		Count: opts.Count, Follow: opts.Follow}
+	if opts.To != nil {
+		ro.To = *opts.To
 	}
-	if cmd.Flags().Changed("partition") {
-		if opts.partition < 0 {
-			return usageErrorf("--partition must be 0 or more")
-		}
-		ro.Partition = &opts.partition
+	if opts.Offset != nil {
+		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
-	if cmd.Flags().Changed("offset") {
-		if ro.Partition == nil {
-			return usageErrorf("--offset needs --partition")
-		}
-		if opts.offset < 0 {
-			return usageErrorf("--offset must be 0 or more")
-		}
-		ro.Start, ro.Offset = replay.FromOffset, opts.offset
-	}
-	return runReplay(f, cmd, &opts.out, ro, 0)
+	return runReplay(f, opts.Output, ro, 0)
 }
 
 // runReplay prints a replay with the output flags; sub --peek shares it. A timeout
 // (peek's --timeout) ends it, with exit 3 when ro.Count was not reached.
-func runReplay(f *Factory, cmd *cobra.Command, out *messageOutput, ro replay.Options, timeout time.Duration) error {
-	r, err := out.renderer(f, cmd)
+func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Duration) error {
+	r, err := out.renderer(f)
 	if err != nil {
 		return err
 	}

@@ -171,13 +171,6 @@ func parseHandleLine(line []byte) (handle string, ok bool, err error) {
 	return *m.ReceiptHandle, true, nil
 }
 
-// settleItems sends the handles of args, reading stdin in place of "-", on a channel
-// that is closed at the end of input (or at a stop, see handleReader).
-func settleItems(ctx context.Context, in io.Reader, args []string) (<-chan settleItem, <-chan error) {
-	r := newHandleReader(ctx, in, args)
-	return r.items, r.readErr
-}
-
 // handleReader reads the handles to settle. Once ctx ends (a signal) it starts no new
 // read of stdin but still hands over the lines it already holds, so that whoever
 // stops can name every handle that was taken from stdin (see leftovers).

@@ -25,12 +25,12 @@ func FuzzAckStdin(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, input []byte) {
-		items, readErr := settleItems(context.Background(), bytes.NewReader(input), []string{"arg:1", "-"})
+		r := newHandleReader(context.Background(), bytes.NewReader(input), []string{"arg:1", "-"})
 		var got []settleItem
-		for it := range items {
+		for it := range r.items {
 			got = append(got, it)
 		}
-		if err := <-readErr; err != nil {
+		if err := <-r.readErr; err != nil {
 			t.Fatalf("reading from memory failed: %v", err)
 		}
 		if len(got) == 0 || got[0].handle != "arg:1" {

@@ -21,39 +21,58 @@ import (
 	"github.com/narad/narad/internal/supervisor"
 )
 
-type subOptions struct {
-	topic     string
-	partition int
-	wait      time.Duration
-	max       int
-	count     int
-	timeout   time.Duration
-	drain     bool
-	noAck     bool
-	stats     string
-	out       messageOutput
+// SubOptions are sub's flags, resolved: what was given and what was not is in the
+// fields themselves (nil pointers, zero durations), so subRun never asks cobra.
+type SubOptions struct {
+	Topic string
+	// Partition is nil unless --partition was given.
+	Partition *int
+	Wait      time.Duration
+	Max       int
+	Count     int // 0: no limit
+	Timeout   time.Duration
+	Drain     bool
+	NoAck     bool
+	Stats     string // "", text or json
+	// Output is unset in exec mode, where the command's own output passes through.
+	Output MessageOutput
 
-	peek          bool
-	fromBeginning bool
-	offset        int64
+	Peek          bool
+	FromBeginning bool
+	// Offset is nil unless --offset was given (with --peek --partition).
+	Offset *int64
 
-	// exec mode
-	command           []string
-	concurrency       int
-	lease             time.Duration
-	killGrace         time.Duration
-	ackExitCodes      string
-	retryDelay        time.Duration
-	retryDelayMax     time.Duration
-	maxAttempts       int
-	deadLetter        string
-	maxProcessingTime time.Duration
-	shutdownGrace     time.Duration
-	prefix            bool
+	// Command, when not nil, is exec mode: run it per message.
+	Command []string
+	// The rest are exec mode's; validated only with a Command, where a zero Lease
+	// means the topic's visibility timeout and a zero MaxAttempts no dead-lettering.
+	Concurrency       int
+	Lease             time.Duration
+	KillGrace         time.Duration
+	AckExitCodes      []int
+	RetryDelay        time.Duration
+	RetryDelayMax     time.Duration
+	MaxAttempts       int
+	DeadLetter        string
+	MaxProcessingTime time.Duration
+	ShutdownGrace     time.Duration
+	Prefix            bool
 }
 
 func newSubCmd(f *Factory) *cobra.Command {
-	opts := &subOptions{}
+	return subCmd(f, subRun)
+}
+
+// subCmd parses flags into SubOptions and hands them to run, so tests can check the
+// parsing apart from the consuming.
+func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
+	opts := &SubOptions{}
+	var (
+		partition    int
+		offset       int64
+		ackExitCodes string
+		out          outputFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "sub TOPIC [flags] [-- COMMAND [ARG...]]",
 		Short: "Consume, print and ack messages, or run a command per message",
@@ -79,46 +98,72 @@ func newSubCmd(f *Factory) *cobra.Command {
 				if dash != 1 {
 					return usageErrorf("sub takes one topic before -- COMMAND")
 				}
-				opts.command = args[1:]
-				if len(opts.command) == 0 {
+				opts.Command = args[1:]
+				if len(opts.Command) == 0 {
 					return usageErrorf("no command after --")
 				}
 			} else if len(args) != 1 {
 				return usageErrorf("sub takes one topic (put a command after --)")
 			}
-			opts.topic = args[0]
-			if err := validateTopicName(opts.topic); err != nil {
+			opts.Topic = args[0]
+			if err := validateTopicName(opts.Topic); err != nil {
 				return err
 			}
-			return subRun(f, cmd, opts)
+			changed := cmd.Flags().Changed
+			if changed("partition") {
+				opts.Partition = &partition
+			}
+			if changed("offset") {
+				opts.Offset = &offset
+			}
+			if err := opts.validate(changed); err != nil {
+				return err
+			}
+			if opts.Command != nil {
+				codes, err := parseExitCodes(ackExitCodes)
+				if err != nil {
+					return err
+				}
+				opts.AckExitCodes = codes
+				if err := findCommand(opts.Command[0]); err != nil {
+					return err
+				}
+			} else {
+				o, err := out.resolve(changed)
+				if err != nil {
+					return err
+				}
+				opts.Output = o
+			}
+			return run(f, opts)
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.partition, "partition", -1, "consume from this partition only")
-	fl.DurationVar(&opts.wait, "wait", 10*time.Second, "long-poll per request (in polls of at most 1s, so a signal never cuts an answer)")
-	fl.IntVar(&opts.max, "max", 100, "messages per request, 1..100")
-	fl.IntVar(&opts.count, "count", 0, "stop after N messages")
-	fl.DurationVar(&opts.timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
-	fl.BoolVar(&opts.drain, "drain", false, "stop once the node has nothing ready for this consumer")
-	fl.BoolVar(&opts.noAck, "no-ack", false, "print and leave the leases to lapse")
-	fl.StringVar(&opts.stats, "stats", "", "print counters on stderr at the end: text (a table) or json (default: one line on a terminal)")
+	fl.IntVar(&partition, "partition", -1, "consume from this partition only")
+	fl.DurationVar(&opts.Wait, "wait", 10*time.Second, "long-poll per request (in polls of at most 1s, so a signal never cuts an answer)")
+	fl.IntVar(&opts.Max, "max", 100, "messages per request, 1..100")
+	fl.IntVar(&opts.Count, "count", 0, "stop after N messages")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
+	fl.BoolVar(&opts.Drain, "drain", false, "stop once the node has nothing ready for this consumer")
+	fl.BoolVar(&opts.NoAck, "no-ack", false, "print and leave the leases to lapse")
+	fl.StringVar(&opts.Stats, "stats", "", "print counters on stderr at the end: text (a table) or json (default: one line on a terminal)")
 	fl.Lookup("stats").NoOptDefVal = "text"
-	fl.BoolVar(&opts.peek, "peek", false, "watch without taking anything (replay reads from the tail)")
-	fl.BoolVar(&opts.fromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
-	fl.Int64Var(&opts.offset, "offset", -1, "with --peek --partition N: start at this offset")
-	opts.out.addFlags(cmd)
+	fl.BoolVar(&opts.Peek, "peek", false, "watch without taking anything (replay reads from the tail)")
+	fl.BoolVar(&opts.FromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
+	fl.Int64Var(&offset, "offset", -1, "with --peek --partition N: start at this offset")
+	out.addFlags(cmd)
 
-	fl.IntVarP(&opts.concurrency, "concurrency", "j", 1, "exec mode: commands at once")
-	fl.DurationVar(&opts.lease, "lease", 0, "exec mode: lease length: extended every D/3, lost after D with no extend confirmed (default: the topic's visibility timeout)")
-	fl.DurationVar(&opts.killGrace, "kill-grace", 10*time.Second, "exec mode: time between SIGTERM and SIGKILL")
-	fl.StringVar(&opts.ackExitCodes, "ack-exit-codes", "0", "exec mode: exit codes that ack, comma separated")
-	fl.DurationVar(&opts.retryDelay, "retry-delay", 0, "exec mode: hold a failed message this long before giving it back")
-	fl.DurationVar(&opts.retryDelayMax, "retry-delay-max", time.Minute, "exec mode: longest hold of a message that fails again (2s, 4s, ... up to D)")
-	fl.IntVar(&opts.maxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
-	fl.StringVar(&opts.deadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt")
-	fl.DurationVar(&opts.maxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
-	fl.DurationVar(&opts.shutdownGrace, "shutdown-grace", 30*time.Second, "exec mode: after a signal, time running commands get to finish")
-	fl.BoolVar(&opts.prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
+	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 1, "exec mode: commands at once")
+	fl.DurationVar(&opts.Lease, "lease", 0, "exec mode: lease length: extended every D/3, lost after D with no extend confirmed (default: the topic's visibility timeout)")
+	fl.DurationVar(&opts.KillGrace, "kill-grace", 10*time.Second, "exec mode: time between SIGTERM and SIGKILL")
+	fl.StringVar(&ackExitCodes, "ack-exit-codes", "0", "exec mode: exit codes that ack, comma separated")
+	fl.DurationVar(&opts.RetryDelay, "retry-delay", 0, "exec mode: hold a failed message this long before giving it back")
+	fl.DurationVar(&opts.RetryDelayMax, "retry-delay-max", time.Minute, "exec mode: longest hold of a message that fails again (2s, 4s, ... up to D)")
+	fl.IntVar(&opts.MaxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
+	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt")
+	fl.DurationVar(&opts.MaxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
+	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "exec mode: after a signal, time running commands get to finish")
+	fl.BoolVar(&opts.Prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
 	return cmd
 }
 
@@ -126,36 +171,36 @@ func newSubCmd(f *Factory) *cobra.Command {
 var execOnlyFlags = []string{"concurrency", "lease", "kill-grace", "ack-exit-codes", "retry-delay",
 	"max-processing-time", "shutdown-grace", "prefix", "retry-delay-max", "max-attempts", "dead-letter"}
 
-func (opts *subOptions) validate(cmd *cobra.Command) error {
-	changed := cmd.Flags().Changed
+// validate checks the flags together; changed says whether a flag was given.
+func (opts *SubOptions) validate(changed func(string) bool) error {
 	switch {
-	case opts.max < 1 || opts.max > consumer.MaxBatch:
-		return usageErrorf("--max must be 1..100, not %d", opts.max)
-	case opts.count < 0:
+	case opts.Max < 1 || opts.Max > consumer.MaxBatch:
+		return usageErrorf("--max must be 1..100, not %d", opts.Max)
+	case opts.Count < 0:
 		return usageErrorf("--count must not be negative")
-	case opts.wait < 0 || opts.timeout < 0:
+	case opts.Wait < 0 || opts.Timeout < 0:
 		return usageErrorf("--wait and --timeout must not be negative")
-	case changed("partition") && opts.partition < 0:
+	case opts.Partition != nil && *opts.Partition < 0:
 		return usageErrorf("--partition must be 0 or more")
-	case opts.stats != "" && opts.stats != "text" && opts.stats != "json":
-		return usageErrorf("invalid --stats %q (text or json)", opts.stats)
+	case opts.Stats != "" && opts.Stats != "text" && opts.Stats != "json":
+		return usageErrorf("invalid --stats %q (text or json)", opts.Stats)
 	}
-	if opts.peek {
+	if opts.Peek {
 		for _, name := range []string{"no-ack", "drain", "max", "wait"} {
 			if changed(name) {
 				return usageErrorf("--%s does not apply to --peek (it takes nothing)", name)
 			}
 		}
-		if opts.command != nil {
+		if opts.Command != nil {
 			return usageErrorf("--peek cannot run a command")
 		}
-		if changed("offset") && (!changed("partition") || changed("from-beginning")) {
+		if opts.Offset != nil && (opts.Partition == nil || changed("from-beginning")) {
 			return usageErrorf("--offset needs --partition (and not --from-beginning)")
 		}
-	} else if changed("from-beginning") || changed("offset") {
+	} else if changed("from-beginning") || opts.Offset != nil {
 		return usageErrorf("--from-beginning and --offset need --peek (or use narad replay)")
 	}
-	if opts.command == nil {
+	if opts.Command == nil {
 		for _, name := range execOnlyFlags {
 			if changed(name) {
 				return usageErrorf("--%s needs a command: narad sub TOPIC [flags] -- COMMAND", name)
@@ -163,42 +208,45 @@ func (opts *subOptions) validate(cmd *cobra.Command) error {
 		}
 		return nil
 	}
-	if opts.noAck {
+	if opts.NoAck {
 		return usageErrorf("--no-ack cannot be used with a command (exit codes decide the settlement)")
 	}
-	if changed("output") || changed("template") || changed("delimiter") {
-		return usageErrorf("output flags do not apply with a command (its own output passes through)")
+	for _, name := range outputFlagNames {
+		if changed(name) {
+			return usageErrorf("output flags do not apply with a command (its own output passes through)")
+		}
 	}
 	switch {
-	case opts.concurrency < 1 || opts.concurrency > consumer.MaxBatch:
-		return usageErrorf("--concurrency must be 1..100, not %d", opts.concurrency)
-	case changed("lease") && opts.lease < 30*time.Millisecond:
+	case opts.Concurrency < 1 || opts.Concurrency > consumer.MaxBatch:
+		return usageErrorf("--concurrency must be 1..100, not %d", opts.Concurrency)
+	case changed("lease") && opts.Lease < 30*time.Millisecond:
 		return usageErrorf("--lease must be at least 30ms")
-	case opts.killGrace <= 0 || opts.maxProcessingTime <= 0 || opts.shutdownGrace <= 0:
+	case opts.KillGrace <= 0 || opts.MaxProcessingTime <= 0 || opts.ShutdownGrace <= 0:
 		return usageErrorf("--kill-grace, --max-processing-time and --shutdown-grace must be positive")
-	case opts.retryDelay < 0:
+	case opts.RetryDelay < 0:
 		return usageErrorf("--retry-delay must not be negative")
-	case opts.retryDelayMax <= 0:
+	case opts.RetryDelayMax <= 0:
 		return usageErrorf("--retry-delay-max must be positive")
-	case changed("max-attempts") && opts.maxAttempts < 1:
+	case changed("max-attempts") && opts.MaxAttempts < 1:
 		return usageErrorf("--max-attempts must be at least 1")
-	case (opts.maxAttempts > 0) != (opts.deadLetter != ""):
+	case (opts.MaxAttempts > 0) != (opts.DeadLetter != ""):
 		// Never a silent drop: after the last attempt the message must go somewhere.
 		return usageErrorf("--max-attempts and --dead-letter go together (after N failures the message goes to the dead-letter topic)")
-	case opts.deadLetter == opts.topic:
-		return usageErrorf("--dead-letter must be another topic than %s", render.Escape(opts.topic))
+	case opts.DeadLetter == opts.Topic:
+		return usageErrorf("--dead-letter must be another topic than %s", render.Escape(opts.Topic))
 	}
-	if opts.deadLetter != "" {
-		if err := validateTopicName(opts.deadLetter); err != nil {
+	if opts.DeadLetter != "" {
+		if err := validateTopicName(opts.DeadLetter); err != nil {
 			return err
 		}
 	}
-	if _, err := parseExitCodes(opts.ackExitCodes); err != nil {
-		return err
-	}
-	// A command that cannot be found would fail every message it is given, and
-	// give each back to be taken again: refuse it before taking anything.
-	if _, err := exec.LookPath(opts.command[0]); err != nil {
+	return nil
+}
+
+// findCommand refuses a command that cannot be found: it would fail every message
+// it is given, and give each back to be taken again, so nothing is taken for it.
+func findCommand(name string) error {
+	if _, err := exec.LookPath(name); err != nil {
 		why := "not found"
 		switch {
 		case errors.Is(err, exec.ErrNotFound):
@@ -206,7 +254,7 @@ func (opts *subOptions) validate(cmd *cobra.Command) error {
 		case errors.Is(err, fs.ErrPermission):
 			why = "not executable"
 		}
-		return usageErrorf("cannot run %s: %s", render.Escape(opts.command[0]), why)
+		return usageErrorf("cannot run %s: %s", render.Escape(name), why)
 	}
 	return nil
 }
@@ -227,19 +275,16 @@ func parseExitCodes(s string) ([]int, error) {
 	return codes, nil
 }
 
-func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
-	if err := opts.validate(cmd); err != nil {
-		return err
-	}
+func subRun(f *Factory, opts *SubOptions) error {
 	gcHooks := streamGC(f.Getenv)
-	if opts.peek {
-		return peekRun(f, cmd, opts)
+	if opts.Peek {
+		return peekRun(f, opts)
 	}
 	start := time.Now()
 	var r *render.Renderer
-	if opts.command == nil {
+	if opts.Command == nil {
 		var err error
-		if r, err = opts.out.renderer(f, cmd); err != nil {
+		if r, err = opts.Output.renderer(f); err != nil {
 			return err
 		}
 	}
@@ -248,64 +293,62 @@ func subRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
 		return err
 	}
 	co := consumer.Options{
-		Topic:   opts.topic,
-		Wait:    opts.wait,
-		Max:     opts.max,
-		Count:   opts.count,
-		Timeout: opts.timeout,
-		Drain:   opts.drain,
-		NoAck:   opts.noAck,
-		Stop:    f.Signals.Soft,
-	}
-	if cmd.Flags().Changed("partition") {
-		co.Partition = &opts.partition
+		Topic:     opts.Topic,
+		Partition: opts.Partition,
+		Wait:      opts.Wait,
+		Max:       opts.Max,
+		Count:     opts.Count,
+		Timeout:   opts.Timeout,
+		Drain:     opts.Drain,
+		NoAck:     opts.NoAck,
+		Stop:      f.Signals.Soft,
 	}
 	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
-	if opts.command != nil {
+	if opts.Command != nil {
 		// Settlements still retrying when the grace for running commands ends are
 		// given up then, as at a second signal.
 		ran := make(chan struct{})
 		defer close(ran)
-		co.Abandon = f.Signals.SoftThen(opts.shutdownGrace, ran)
+		co.Abandon = f.Signals.SoftThen(opts.ShutdownGrace, ran)
 	}
 
 	var h consumer.Handler
 	var sup *supervisor.Supervisor
-	if opts.command == nil {
+	if opts.Command == nil {
 		streamProcs(f.Getenv)
 		p := consumer.NewPrinter(f.IO.Out, r)
-		p.AsksFor(opts.max)
+		p.AsksFor(opts.Max)
 		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {
-			t, err := c.Topic(ctx, opts.topic)
+			t, err := c.Topic(ctx, opts.Topic)
 			if err != nil {
 				return 0, err
 			}
 			return time.Duration(t.VisibilityTimeoutMs) * time.Millisecond, nil
 		})
 		h = p
-		announceSub(f, c, opts.topic, p.AcksWhenRead(), opts.noAck)
+		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
 	} else {
 		if sup, err = newSupervisor(f, c, opts); err != nil {
 			return err
 		}
-		if opts.timeout > 0 {
+		if opts.Timeout > 0 {
 			// --timeout counts from the start: the topic info above is part of the run.
-			co.Timeout = max(opts.timeout-time.Since(start), time.Nanosecond)
+			co.Timeout = max(opts.Timeout-time.Since(start), time.Nanosecond)
 		}
 		h = sup
 		defer announceStop(f, sup)()
 	}
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
-	printStats(f, opts.stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
-	writeRunLeftovers(f, opts.topic, res)
+	printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
+	writeRunLeftovers(f, opts.Topic, res)
 	if err != nil && res.Reason == consumer.StopFailed {
-		return apiFatal(f, c, err, opts.topic)
+		return apiFatal(f, c, err, opts.Topic)
 	}
 	switch res.Outcome() {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
 		return nil
 	case consumer.OutcomeCountUnmet:
-		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.timeout, res.Stats.Received, opts.count))
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, res.Stats.Received, opts.Count))
 	case consumer.OutcomeLeaseGone:
 		n := res.Stats.LeaseLost + res.Stats.AckGone
 		what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
@@ -347,52 +390,51 @@ func failureSummary(res consumer.Result, sup *supervisor.Supervisor) string {
 
 // newSupervisor builds the exec-mode handler; the lease defaults to the topic's
 // visibility timeout, read from topic info.
-func newSupervisor(f *Factory, c *client.Client, opts *subOptions) (*supervisor.Supervisor, error) {
-	lease := opts.lease
+func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.Supervisor, error) {
+	lease := opts.Lease
 	if lease == 0 {
 		// The client bounds each attempt; --timeout bounds them all.
 		ctx, cancel := f.Signals.Hard, context.CancelFunc(func() {})
-		if opts.timeout > 0 {
-			ctx, cancel = context.WithTimeout(ctx, opts.timeout)
+		if opts.Timeout > 0 {
+			ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		}
 		defer cancel()
-		t, err := c.Topic(ctx, opts.topic)
+		t, err := c.Topic(ctx, opts.Topic)
 		if err != nil {
-			return nil, apiFatal(f, c, err, opts.topic)
+			return nil, apiFatal(f, c, err, opts.Topic)
 		}
 		lease = time.Duration(t.VisibilityTimeoutMs) * time.Millisecond
 		if lease <= 0 {
 			lease = 30 * time.Second
 		}
 	}
-	if opts.deadLetter != "" {
+	if opts.DeadLetter != "" {
 		// A dead-letter topic that is not there would fail only at the last attempt of
 		// some message, long after start: say it now. (Other answers, 403 for one, are
 		// left to the produce: topic info needs a grant the produce does not.)
 		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
 		defer cancel()
-		if _, err := c.Topic(ctx, opts.deadLetter); client.StatusOf(err) == http.StatusNotFound {
-			return nil, apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), opts.deadLetter)
+		if _, err := c.Topic(ctx, opts.DeadLetter); client.StatusOf(err) == http.StatusNotFound {
+			return nil, apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), opts.DeadLetter)
 		}
 	}
-	codes, _ := parseExitCodes(opts.ackExitCodes)
 	s, err := supervisor.New(supervisor.Options{
-		Command:           opts.command,
-		Concurrency:       opts.concurrency,
+		Command:           opts.Command,
+		Concurrency:       opts.Concurrency,
 		Lease:             lease,
-		MaxProcessingTime: opts.maxProcessingTime,
-		KillGrace:         opts.killGrace,
-		ShutdownGrace:     opts.shutdownGrace,
-		RetryDelay:        opts.retryDelay,
-		RetryDelayMax:     opts.retryDelayMax,
-		MaxAttempts:       opts.maxAttempts,
-		DeadLetter:        opts.deadLetter,
+		MaxProcessingTime: opts.MaxProcessingTime,
+		KillGrace:         opts.KillGrace,
+		ShutdownGrace:     opts.ShutdownGrace,
+		RetryDelay:        opts.RetryDelay,
+		RetryDelayMax:     opts.RetryDelayMax,
+		MaxAttempts:       opts.MaxAttempts,
+		DeadLetter:        opts.DeadLetter,
 		Producer:          c,
 		Verbose:           f.global.verbose,
-		AckExitCodes:      codes,
-		Topic:             opts.topic,
+		AckExitCodes:      opts.AckExitCodes,
+		Topic:             opts.Topic,
 		Addr:              c.BaseURL(),
-		Prefix:            opts.prefix,
+		Prefix:            opts.Prefix,
 		Stdout:            f.IO.Out,
 		Stderr:            f.IO.ErrOut,
 	})
@@ -448,22 +490,19 @@ Counters (--stats):
 
 // peekRun watches a topic by replay reads from each partition's tail: nothing is
 // reserved, so it never competes with the real consumers.
-func peekRun(f *Factory, cmd *cobra.Command, opts *subOptions) error {
-	ro := replay.Options{Topic: opts.topic, Start: replay.FromTail, To: -1, Count: opts.count, Follow: true}
-	if cmd.Flags().Changed("partition") {
-		ro.Partition = &opts.partition
-	}
+func peekRun(f *Factory, opts *SubOptions) error {
+	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true}
 	switch {
-	case opts.fromBeginning:
+	case opts.FromBeginning:
 		ro.Start = replay.FromOldest
-	case cmd.Flags().Changed("offset"):
-		ro.Start, ro.Offset = replay.FromOffset, opts.offset
+	case opts.Offset != nil:
+		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
-	if _, err := opts.out.renderer(f, cmd); err != nil {
+	if _, err := opts.Output.renderer(f); err != nil {
 		return err // before saying what it would do
 	}
 	if c, err := f.Client(); err == nil {
-		announce(f, "watching %s on %s: takes nothing, acks nothing", opts.topic, c.BaseURL())
+		announce(f, "watching %s on %s: takes nothing, acks nothing", opts.Topic, c.BaseURL())
 	}
-	return runReplay(f, cmd, &opts.out, ro, opts.timeout)
+	return runReplay(f, opts.Output, ro, opts.Timeout)
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/narad/narad/internal/chans"
 )
 
 // Consume takes messages from topic: one (Max == 0) or a batch of up to Max (at most
@@ -41,7 +43,7 @@ func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &ConsumeResult{Clamped: resp.header.Get("X-Narad-Wait-Clamped")}
+	res := &ConsumeResult{}
 	if resp.status == http.StatusNoContent {
 		return res, nil
 	}
@@ -121,7 +123,7 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request, stop <-chan st
 	// for, as for settlements.
 	var spent time.Duration
 	for {
-		if isClosed(stop) {
+		if chans.Closed(stop) {
 			return nil, fmt.Errorf("%s: %w", r.op, ErrStopped)
 		}
 		if err := ctx.Err(); err != nil {
@@ -181,19 +183,10 @@ func (c *Client) sleepUnless(ctx context.Context, stop <-chan struct{}, d time.D
 		}
 	}()
 	err := c.retry.Sleep(sctx, d)
-	if err != nil && ctx.Err() == nil && isClosed(stop) {
+	if err != nil && ctx.Err() == nil && chans.Closed(stop) {
 		return ErrStopped
 	}
 	return err
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // consumeBody is either answer shape: a batch {"messages":[...]} or, from a single

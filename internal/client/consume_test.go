@@ -92,6 +92,8 @@ func TestConsumeBatch(t *testing.T) {
 	}
 }
 
+// A node that shortened the wait says so in a header; the answer is still just "nothing
+// yet" (narad polls in waits of at most 1s anyway).
 func TestConsumeNothingAndClamped(t *testing.T) {
 	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
 		w.Header().Set("X-Narad-Wait-Clamped", "10s")
@@ -99,7 +101,7 @@ func TestConsumeNothingAndClamped(t *testing.T) {
 	})
 	c, _ := newClient(t, n.URL)
 	res, err := c.Consume(ctxT(t), "orders", ConsumeOptions{Wait: time.Minute, Max: 500})
-	if err != nil || len(res.Messages) != 0 || res.Clamped != "10s" {
+	if err != nil || len(res.Messages) != 0 {
 		t.Errorf("204: %+v, %v", res, err)
 	}
 	if q := n.requests()[0].Query; q.Get("wait") != "1m0s" || q.Get("max") != "100" {

@@ -39,8 +39,6 @@ type ConsumeOptions struct {
 // ConsumeResult is what one consume answered. Messages is empty on 204.
 type ConsumeResult struct {
 	Messages []Message
-	// Clamped is the X-Narad-Wait-Clamped header, when the node shortened the wait.
-	Clamped string
 	// Single is a batch asked for (Max > 0) and answered in the single-message shape:
 	// a node older than v3.1, which hands out one message per consume whatever max says.
 	Single bool

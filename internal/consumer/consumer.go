@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 )
 
@@ -368,7 +369,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	if left := s.unsettled(); len(left) > 0 {
 		_ = NackAll(left, GiveBack)
 	}
-	if reason != StopFailed && (soft.Load() || closed(o.Stop) || ctx.Err() != nil) {
+	if reason != StopFailed && (soft.Load() || chans.Closed(o.Stop) || ctx.Err() != nil) {
 		reason = StopInterrupted
 	}
 	st := c.snapshot()
@@ -444,7 +445,7 @@ func (t *taker) run() (Reason, error) {
 	t.results = make(chan *call, max(legacyParallel, batchAhead)+1)
 	defer close(t.orders) // the senders end; collect has taken every answer by then
 	reason, err := t.loop()
-	if reason == 0 && err == nil && t.lost != nil && !closed(t.o.Stop) && t.ctx.Err() == nil {
+	if reason == 0 && err == nil && t.lost != nil && !chans.Closed(t.o.Stop) && t.ctx.Err() == nil {
 		return 0, t.lost
 	}
 	return reason, err
@@ -465,7 +466,7 @@ func (t *taker) loop() (Reason, error) {
 		}
 		// The watcher may not have seen a stop that came before this turn yet; a stop
 		// must mean nothing more is taken, so look here too.
-		if closed(o.Stop) {
+		if chans.Closed(o.Stop) {
 			return StopInterrupted, nil
 		}
 		if t.take.Err() != nil {
@@ -684,16 +685,6 @@ func (t *taker) consume(wait time.Duration, n int) (*client.ConsumeResult, error
 	// Any stop ends take; only then is a timer started, so a consume costs no watcher.
 	defer context.AfterFunc(t.take, func() { time.AfterFunc(wait+t.o.AnswerGrace, cancel) })()
 	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
-}
-
-// closed reports whether ch is closed (never, for a nil ch).
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // pause waits d; false when ctx ended first.

@@ -195,16 +195,10 @@ func (u *account) mayTopic(perm permission, name string, t *topic) bool {
 	return (perm == permRead || perm == permManage) && t != nil && t.owner != "" && t.owner == u.Name
 }
 
-// authorize answers 401, 403 or 429 and returns false when the request may not go on.
-// identity is who the per-identity consume limit counts: the user, or the client's
-// address when auth is off.
-func (b *Broker) authorize(w http.ResponseWriter, r *http.Request, perm permission, topic string) (identity string, ok bool) {
-	u, identity, ok := b.authenticate(w, r)
-	return identity, ok && b.permit(w, u, perm, topic)
-}
-
-// authenticate is the first half of authorize, for a handler that learns the topic from
-// the body: credentials are checked before the body is read. u is nil when auth is off.
+// authenticate answers 401 or 429 and returns false when the credentials do not let the
+// request go on; it comes before the body is read, and permit (or permitTopic) follows
+// once the topic is known. u is nil when auth is off. identity is who the per-identity
+// consume limit counts: the user, or the client's address when auth is off.
 func (b *Broker) authenticate(w http.ResponseWriter, r *http.Request) (u *account, identity string, ok bool) {
 	if b.auth == nil {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)

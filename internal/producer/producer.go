@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 )
 
@@ -91,11 +92,13 @@ type Result struct {
 	// UnknownFirst and UnknownLast are the positions of the first and last record with
 	// a message counted in Unknown.
 	UnknownFirst, UnknownLast int
+	// StoredPastResume is the messages of records at or after Resume that the node
+	// stored all the same (a request abandoned or refused before them, theirs answered
+	// 202): resuming from Resume sends them again. StoredFirst and StoredLast are the
+	// positions of the first and last such record.
+	StoredPastResume        int64
+	StoredFirst, StoredLast int
 }
-
-// Complete reports whether every record read was produced or reported, so that
-// resuming from Resume sends nothing twice.
-func (r *Result) Complete() bool { return r.Unknown == 0 }
 
 // item is one record taken from the input and what became of its copies.
 type item struct {
@@ -219,6 +222,16 @@ func (p *Producer) Run(ctx context.Context) Result {
 		res.Resume = p.window[0].rec.Pos
 	case p.taken > 0:
 		res.Resume = p.lastPos + 1
+	}
+	for _, it := range p.window {
+		if it.produced == 0 {
+			continue
+		}
+		res.StoredPastResume += int64(it.produced)
+		if res.StoredFirst == 0 {
+			res.StoredFirst = it.rec.Pos
+		}
+		res.StoredLast = it.rec.Pos
 	}
 	return res
 }
@@ -431,14 +444,7 @@ func (p *Producer) setFatal(err error) {
 	})
 }
 
-func (p *Producer) stopped() bool {
-	select {
-	case <-p.fatal:
-		return true
-	default:
-		return false
-	}
-}
+func (p *Producer) stopped() bool { return chans.Closed(p.fatal) }
 
 // finish records what became of one copy each of items (an item may appear once per
 // copy), reports a failed record once, and moves the window past settled records.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -320,6 +321,46 @@ func TestCancelAbandons(t *testing.T) {
 	// A batch a worker had not sent yet when the stop came is neither: resuming sends it.
 	if res.Unknown != abandoned || res.Resume != len(stored)+1 || res.UnknownFirst < res.Resume {
 		t.Errorf("unknown %d (%d-%d), resume %d; want the %d abandoned, resuming from line %d", res.Unknown, res.UnknownFirst, res.UnknownLast, res.Resume, abandoned, len(stored)+1)
+	}
+}
+
+// TestStoredPastResume: a batch abandoned by the second signal while a later one was
+// answered 202: the result says the later lines were stored, so that resuming from the
+// abandoned batch is known to send them again.
+func TestStoredPastResume(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	laterStored := make(chan struct{})
+	var once sync.Once
+	fc := &fakeClient{}
+	fc.answer = func(c context.Context, batch []client.ProduceMessage, single []byte) error {
+		if string(batch[0].Payload) == "1" {
+			<-laterStored // held until a later batch is in
+			cancel()
+			<-c.Done()
+			return fmt.Errorf("produce: %w", c.Err())
+		}
+		select {
+		case <-laterStored:
+			<-c.Done() // everything after the first later batch is abandoned too
+			return fmt.Errorf("produce: %w", c.Err())
+		default:
+		}
+		once.Do(func() { close(laterStored) })
+		return nil
+	}
+	res := Run(ctx, fc, Lines(&endless{}), Options{Topic: "t", Concurrency: 2})
+	_, _, stored := fc.snapshot()
+	if res.Resume != 1 || res.Unknown == 0 {
+		t.Fatalf("resume %d, unknown %d: want the first batch abandoned", res.Resume, res.Unknown)
+	}
+	if len(stored) == 0 || res.StoredPastResume != int64(len(stored)) {
+		t.Fatalf("stored past the resume point %d, the node holds %d", res.StoredPastResume, len(stored))
+	}
+	for _, line := range stored {
+		n, _ := strconv.Atoi(line)
+		if n < res.StoredFirst || n > res.StoredLast {
+			t.Errorf("line %d stored, outside the reported %d-%d", n, res.StoredFirst, res.StoredLast)
+		}
 	}
 }
 

@@ -30,10 +30,6 @@ type Styles struct {
 	Time lipgloss.Style
 	// Header is a table's header row and section titles.
 	Header lipgloss.Style
-	// Error is a failure reported to the user.
-	Error lipgloss.Style
-	// Warn is something the user should know but that did not fail (--insecure, a lost lease).
-	Warn lipgloss.Style
 	// Dim is secondary information: table borders, counters' labels.
 	Dim lipgloss.Style
 	// Success is a completed action.
@@ -61,8 +57,6 @@ func NewStyles(w io.Writer, color bool) Styles {
 		Key:     r.NewStyle().Foreground(lipgloss.Color("5")), // magenta
 		Time:    r.NewStyle().Faint(true),
 		Header:  r.NewStyle().Bold(true),
-		Error:   r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true), // red
-		Warn:    r.NewStyle().Foreground(lipgloss.Color("3")),            // yellow
 		Dim:     r.NewStyle().Faint(true),
 		Success: r.NewStyle().Foreground(lipgloss.Color("2")), // green
 		r:       r,

@@ -89,8 +89,6 @@ func TestStyles(t *testing.T) {
 		"Key":     {on.Key.Render("x"), off.Key.Render("x")},
 		"Time":    {on.Time.Render("x"), off.Time.Render("x")},
 		"Header":  {on.Header.Render("x"), off.Header.Render("x")},
-		"Error":   {on.Error.Render("x"), off.Error.Render("x")},
-		"Warn":    {on.Warn.Render("x"), off.Warn.Render("x")},
 		"Dim":     {on.Dim.Render("x"), off.Dim.Render("x")},
 		"Success": {on.Success.Render("x"), off.Success.Render("x")},
 	} {

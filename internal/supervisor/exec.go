@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
 )
@@ -200,7 +201,7 @@ func (c *child) drain() {
 
 func (c *child) signal(sig syscall.Signal) {
 	// Once it exited, the group is gone and its id may be anyone's.
-	if !isClosed(c.exited) {
+	if !chans.Closed(c.exited) {
 		_ = signalGroup(c, sig)
 	}
 }

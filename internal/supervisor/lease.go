@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/consumer"
 )
 
@@ -93,13 +94,4 @@ func (k *leaseKeeper) stop() {
 	})
 }
 
-func (k *leaseKeeper) isLost() bool { return isClosed(k.lost) }
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+func (k *leaseKeeper) isLost() bool { return chans.Closed(k.lost) }

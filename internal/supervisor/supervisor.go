@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 )
@@ -295,7 +296,7 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 	started := false
 	select {
 	case s.sem <- struct{}{}:
-		started = !isClosed(s.stopping) && ctx.Err() == nil
+		started = !chans.Closed(s.stopping) && ctx.Err() == nil
 		if !started {
 			<-s.sem
 		}
@@ -374,7 +375,7 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 	}
 
 	hold := s.holdFor(n)
-	if isClosed(s.stopping) || ctx.Err() != nil || lease.isLost() {
+	if chans.Closed(s.stopping) || ctx.Err() != nil || lease.isLost() {
 		hold = 0
 	}
 	// A held message keeps its lease but not its run slot: see Slots.

@@ -517,13 +517,36 @@ func (s *signalSuite) produceLines(t *testing.T, v *verdict, r *row, tag string,
 			}
 		}
 		// After a second signal the abandoned batches are unknown, and batches sent
-		// after them may have finished: resuming then may send some lines again, which
-		// the summary says ("may store those again"). Only a single stop is exact.
+		// after them may have finished: the summary names both ("may or may not have
+		// been stored", "were stored too"), so a line stored past the resume point must
+		// be inside one of those spans, and no more of them than it counts.
+		spans := [][3]int{} // first, last, count
+		if u := unknownSpanPattern.FindSubmatch(stderr.Bytes()); u != nil {
+			spans = append(spans, span(u))
+		}
+		if st := storedTooPattern.FindSubmatch(stderr.Bytes()); st != nil {
+			spans = append(spans, span(st))
+		}
+		past, allowed := 0, 0
+		for _, sp := range spans {
+			allowed += sp[2]
+		}
 		for id := range got {
-			if n, _ := strconv.Atoi(id[strings.LastIndexByte(id, '-')+1:]); n >= resume && unknown == 0 {
-				wrong["beyond "+id] = true
+			n, _ := strconv.Atoi(id[strings.LastIndexByte(id, '-')+1:])
+			if n < resume {
+				continue
+			}
+			past++
+			inside := false
+			for _, sp := range spans {
+				inside = inside || (sp[0] <= n && n <= sp[1])
+			}
+			if !inside {
+				wrong["beyond, unreported "+id] = true
 			}
 		}
+		r.count("stored past the resume point", past)
+		v.check("", past <= allowed, "%s: %d lines stored past line %d, the summary accounts for %d", what, past, resume, allowed)
 		v.check("", len(wrong) == 0, "%s: resuming at line %d would not give each line once: %s", what, resume, sample(wrong))
 	}
 }
@@ -532,8 +555,23 @@ var (
 	producedPattern = regexp.MustCompile(`produced ([0-9]+) message`)
 	unknownPattern  = regexp.MustCompile(`, ([0-9]+) unknown`)
 	resumePattern   = regexp.MustCompile(`resume with tail -n \+([0-9]+)`)
-	handleInJSON    = regexp.MustCompile(`"receipt_handle":"([^"]+)"`)
+	// "8 messages from lines 1166-1173 may or may not have been stored", "1 message
+	// from line 250 was stored too".
+	unknownSpanPattern = regexp.MustCompile(`([0-9]+) messages? from lines? ([0-9]+)(?:-([0-9]+))? may or may not`)
+	storedTooPattern   = regexp.MustCompile(`([0-9]+) messages? from lines? ([0-9]+)(?:-([0-9]+))? (?:was|were) stored too`)
+	handleInJSON       = regexp.MustCompile(`"receipt_handle":"([^"]+)"`)
 )
+
+// span reads a count, a first and an optional last line out of a summary match.
+func span(m [][]byte) [3]int {
+	count, _ := strconv.Atoi(string(m[1]))
+	first, _ := strconv.Atoi(string(m[2]))
+	last := first
+	if len(m[3]) > 0 {
+		last, _ = strconv.Atoi(string(m[3]))
+	}
+	return [3]int{first, last, count}
+}
 
 // ackRefused: acks always answered 503, narad sub -o json, SIGINT twice: narad stops
 // retrying at once, exits 130, and names on stderr each printed message whose ack was
