@@ -19,16 +19,17 @@ import (
 const hangGuard = 20 * time.Second
 
 // watched is a Source that counts the consumes on their way, and lets a test hold
-// every consume after the first few until it releases them.
+// every consume after the first few (or those hold picks) until it releases them.
 type watched struct {
 	*consumertest.Source
 	mu       sync.Mutex
-	started  int           // consumes begun
-	inFlight int           // consumes not answered yet
-	most     int           // the most in flight at once
-	begun    chan struct{} // gets a value as each consume begins
-	free     int           // consumes answered without being held
-	release  chan struct{} // closed to answer the held ones
+	started  int                              // consumes begun
+	inFlight int                              // consumes not answered yet
+	most     int                              // the most in flight at once
+	begun    chan struct{}                    // gets a value as each consume begins
+	free     int                              // consumes answered without being held
+	hold     func(client.ConsumeOptions) bool // when set, picks the held ones instead
+	release  chan struct{}                    // closed to answer the held ones
 }
 
 func newWatched(free int) *watched {
@@ -50,7 +51,11 @@ func (w *watched) Consume(ctx context.Context, topic string, o client.ConsumeOpt
 	}()
 	// Leased when asked for, as a node does, and answered when released.
 	res, err := w.Source.Consume(ctx, topic, o)
-	if n <= w.free || err != nil {
+	held := n > w.free
+	if w.hold != nil {
+		held = w.hold(o)
+	}
+	if !held || err != nil {
 		return res, err
 	}
 	select {
@@ -203,12 +208,18 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // consume sent ahead has answered: what that consume brings is given back, not
 // printed.
 func TestExtrasOfAConsumeOnItsWayAtTheCountAreGivenBack(t *testing.T) {
-	src := newWatched(2) // the first consume and the first one sent ahead answer at once
-	src.Over = 2         // each answer brings two more than asked
+	src := newWatched(0)
+	src.Over = 2 // each answer brings two more than asked
+	// Asked for 3, then 3 and 2 ahead (10 in all): the one asked for 2 is held.
+	src.hold = func(o client.ConsumeOptions) bool { return o.Max == 2 }
 	src.Add("t", 100)
 	w := &countingWriter{n: 10, reached: make(chan struct{})}
 	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 10, Max: 3, Wait: time.Second})
-	<-w.reached // 5 + 5 printed: the count; the third consume (asked for 2) still holds 4
+	select {
+	case <-w.reached: // 5 + 5 printed: the count; the consume asked for 2 still holds 4
+	case <-time.After(hangGuard):
+		t.Fatal("the first 10 lines were never printed")
+	}
 	close(src.release)
 	res := await(t, done, "the count")
 	if res.Reason != consumer.StopCount || res.Stats.Acked != 10 || res.Stats.Nacked != 4 || res.Stats.Received != 14 {
