@@ -65,6 +65,9 @@ type Printer struct {
 
 	pipe *pipeState // nil unless w is a pipe narad can see into
 	max  int        // what a consume asks for: a batch with fewer is the node out of messages
+	// inline writes on the loop's goroutine even with a stop to obey: w is a file or
+	// /dev/null, which no reader can hold up.
+	inline bool
 }
 
 // abandonGrace is how long a blocked write may still finish after a stop.
@@ -78,7 +81,7 @@ func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
-	p := &Printer{w: w, r: r, max: MaxBatch}
+	p := &Printer{w: w, r: r, max: MaxBatch, inline: neverBlocks(w)}
 	p.ackRoom = sync.NewCond(&p.ackMu)
 	p.ackWork = sync.NewCond(&p.ackMu)
 	if probe := pipeOf(w); probe != nil {
@@ -280,7 +283,7 @@ func (p *Printer) Ahead() int {
 
 // write writes buf, on the caller's goroutine unless a stop can interrupt it.
 func (p *Printer) write(ctx context.Context, buf []byte) (n int, abandoned bool, err error) {
-	if p.stop == nil {
+	if p.stop == nil || p.inline {
 		n, err = p.w.Write(buf)
 		return n, false, err
 	}

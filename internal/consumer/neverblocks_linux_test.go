@@ -1,0 +1,39 @@
+package consumer
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Writes to a file or /dev/null are made inline, whatever a stop: no reader can hold
+// them up. A pipe's may block, and go through a goroutine a stop can abandon.
+func TestNeverBlocksIsFilesAndDevNull(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, c := range []struct {
+		name string
+		w    io.Writer
+		want bool
+	}{{"file", f, true}, {"/dev/null", null, true}, {"pipe", w, false}, {"buffer", &bytes.Buffer{}, false}} {
+		if got := neverBlocks(c.w); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
