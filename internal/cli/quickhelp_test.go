@@ -70,7 +70,7 @@ func TestQuickHelpIsCobras(t *testing.T) {
 				t.Errorf("narad %s --help is not what helptext_gen.go says", w.path)
 			}
 		}
-		t.Fatalf("helptext_gen.go is not the commands' help (%d texts, %d commands): run go test ./internal/cli -run QuickHelp -update", len(have), len(want))
+		t.Fatalf("helptext_gen.go is not the commands' help (%d texts, %d commands): run scripts/gen-docs.sh (or go test ./internal/cli -run QuickHelp -update)", len(have), len(want))
 	}
 }
 
