@@ -193,9 +193,10 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // InertJSON returns the JSON document j with every C1 control written as a \u escape,
-// the same value, inert on a terminal: encoding/json leaves C1 controls raw. j must be
-// JSON as encoding/json writes it (valid UTF-8), where a C1 control can only stand
-// inside a string. j itself is returned when there is none.
+// the same value, inert on a terminal: encoding/json leaves C1 controls raw. A C1
+// control can only stand inside a JSON string, and its first byte (0xC2) is never the
+// continuation of another character, so the bytes around it, even ones that are not
+// UTF-8, are kept as they are. j itself is returned when there is none.
 func InertJSON(j []byte) []byte {
 	if !containsC1(j) {
 		return j

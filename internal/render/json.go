@@ -60,14 +60,13 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 	// JSON lets a string hold C1 controls raw, and a terminal may act on them (U+009B
 	// is CSI). A text payload is written as the same string with them escaped; any
 	// other JSON value keeps its exact bytes by going base64, as a multi-line one does.
-	var text []byte
-	if !asBase64 && m.PayloadEncoding == "" && containsC1(raw) {
+	// The string is escaped where it stands, not decoded and encoded again: an older
+	// node can send bytes that are not UTF-8 inside it, and a new encoding would turn
+	// them into U+FFFD where the verbatim string keeps them.
+	// An encoded payload is a string too: its value is unchanged by the escapes.
+	if !asBase64 && containsC1(raw) {
 		if v := trimJSONSpace(raw); v[0] == '"' {
-			t, err := m.PayloadBytes()
-			if err != nil {
-				return dst, errInvalidPayloadJSON
-			}
-			text = t
+			raw = InertJSON(v)
 		} else {
 			asBase64 = true
 		}
@@ -100,8 +99,6 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, raw)
 		dst = append(dst, `","payload_encoding":"base64"`...)
-	case text != nil:
-		dst = appendJSONString(dst, string(text))
 	default:
 		dst = append(dst, raw...)
 		if m.PayloadEncoding != "" {
