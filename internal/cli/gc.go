@@ -3,6 +3,7 @@ package cli
 import (
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/narad/narad/internal/client"
 )
@@ -13,24 +14,36 @@ import (
 // the stream's length; halving it keeps the peak RSS of a 100,000-message drain
 // within a fifth of a 1,000-message one, for more collections of a tiny heap.
 //
-// The hooks it returns, for the run's client, give the collector its
+// The hook it returns, for the run's client, gives the collector its
 // default headroom back when the node turns out to answer one message per consume
 // (older than v3.1): every message then costs two requests, some 13 KB of HTTP
 // machinery, and collections at half headroom took a third of the CPU, for a peak a
 // few MB lower.
-func streamGC(getenv func(string) string) []client.Hook {
-	if getenv("GOGC") != "" {
-		return nil
+func streamGC(getenv func(string) string) *streamTuning {
+	t := &streamTuning{}
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+		t.lowGC = true
 	}
-	debug.SetGCPercent(50)
-	return []client.Hook{singleShapeGC{}}
+	return t
 }
 
-type singleShapeGC struct{}
+// streamTuning undoes the stream's settings when the node turns out to answer one
+// message per consume (see streamGC and streamProcs); it is the run client's hook.
+type streamTuning struct {
+	lowGC bool         // GOGC was lowered to 50
+	procs atomic.Int32 // the Ps before streamProcs lowered them to 1; 0 when it did not
+}
 
-func (singleShapeGC) OnFallback(e client.FallbackEvent) {
-	if e.Fallback == client.FallbackConsumeSingle {
+func (t *streamTuning) OnFallback(e client.FallbackEvent) {
+	if e.Fallback != client.FallbackConsumeSingle {
+		return
+	}
+	if t.lowGC {
 		debug.SetGCPercent(100)
+	}
+	if n := t.procs.Swap(0); n > 0 {
+		runtime.GOMAXPROCS(int(n))
 	}
 }
 
@@ -41,9 +54,12 @@ func (singleShapeGC) OnFallback(e client.FallbackEvent) {
 // more CPU waking and parking threads than on the messages (a drain: 35% less CPU on
 // one P, the scheduler's locks and searches gone from the profile). One core still
 // serves far more messages a second than a node hands out. Exec mode keeps every P:
-// its commands' fork, exec and wait are system calls that hold one.
-func streamProcs(getenv func(string) string) {
+// its commands' fork, exec and wait are system calls that hold one. A node that
+// answers one message per consume gets every P back (through t): its eight parallel
+// consumes cost some 80 µs of HTTP machinery a message, which one core cannot keep
+// up with.
+func (t *streamTuning) streamProcs(getenv func(string) string) {
 	if getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
+		t.procs.Store(int32(runtime.GOMAXPROCS(1)))
 	}
 }

@@ -276,7 +276,7 @@ func parseExitCodes(s string) ([]int, error) {
 }
 
 func subRun(f *Factory, opts *SubOptions) error {
-	gcHooks := streamGC(f.Getenv)
+	tuning := streamGC(f.Getenv)
 	if opts.Peek {
 		return peekRun(f, opts)
 	}
@@ -288,7 +288,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 			return err
 		}
 	}
-	c, err := f.Client(gcHooks...)
+	c, err := f.Client(tuning)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 	var h consumer.Handler
 	var sup *supervisor.Supervisor
 	if opts.Command == nil {
-		streamProcs(f.Getenv)
+		tuning.streamProcs(f.Getenv)
 		p := consumer.NewPrinter(f.IO.Out, r)
 		p.AsksFor(opts.Max)
 		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {
