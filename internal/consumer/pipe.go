@@ -351,17 +351,6 @@ func (ps *pipeState) slots(ctx context.Context) (int, error) {
 	}
 }
 
-// ahead is Ahead for a pipe: what pipeHoldMax leaves beside the lines waiting unread,
-// none once a batch came back short (see slots) or the reader went away.
-func (ps *pipeState) ahead() int {
-	ps.settleTaken()
-	n, gone, _ := ps.waitingCount()
-	if gone || ps.caughtUp.Load() {
-		return 0
-	}
-	return pipeHoldMax - n
-}
-
 // finish waits for the reader to take every waiting line, to go away, or, after a
 // stop, for the grace to pass; what still waits then is given back. Nothing is waited
 // for once ctx (the hard stop) ends.

@@ -271,12 +271,17 @@ func (p *Printer) stopAckers() {
 	p.ackMu.Unlock()
 }
 
-// Ahead is how many more messages the Printer can take without waiting: for a pipe,
-// what its bound on unread lines leaves (none once a batch came back short or the
-// reader went away); otherwise a few batches, which only wait for their acks.
+// Ahead is how many more messages the Printer can take without waiting: none for a
+// pipe; otherwise a few batches, which only wait for their acks.
+//
+// A pipe takes nothing ahead because a write to it blocks once its buffer is full
+// (four 16 KiB lines fill it), and a batch taken ahead then waits in hand, where no
+// extend reaches it, behind a reader slower than the lease: the long pipes soak saw
+// such leases run out. Lines written and unread are extended (pipeState); lines not
+// yet written would need the same, which is left for later.
 func (p *Printer) Ahead() int {
 	if p.pipe != nil {
-		return p.pipe.ahead()
+		return 0
 	}
 	return aheadUnbounded
 }
