@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 )
@@ -178,8 +179,8 @@ func (d *fastDecoder) message(m *Message, k int) bool {
 			if d.i >= len(d.b) || d.b[d.i] == 'n' || isSpace(d.b[d.i]) {
 				return false
 			}
-			end, ok := skipValue(d.b, d.i, 0)
-			if !ok || isSpace(d.b[end-1]) {
+			end, ok := valueEnd(d.b, d.i)
+			if !ok || end == start || isSpace(d.b[end-1]) || !json.Valid(d.b[start:end]) {
 				return false
 			}
 			d.i = end
@@ -304,167 +305,43 @@ func (d *fastDecoder) fill(msgs []Message) {
 	}
 }
 
-// skipValue returns the index just past the JSON value starting at b[i], checking it
-// as encoding/json does (whitespace inside objects and arrays allowed), or false.
-func skipValue(b []byte, i, depth int) (int, bool) {
-	if i >= len(b) || depth > 1000 {
-		return 0, false
-	}
-	switch c := b[i]; {
-	case c == '{':
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, true
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return 0, false
-			}
-			var ok bool
-			if i, ok = skipString(b, i); !ok {
-				return 0, false
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) || b[i] != ':' {
-				return 0, false
-			}
-			if i, ok = skipValue(b, skipSpace(b, i+1), depth+1); !ok {
-				return 0, false
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return 0, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-			case '}':
-				return i + 1, true
-			default:
-				return 0, false
-			}
-		}
-	case c == '[':
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
-			if i, ok = skipValue(b, i, depth+1); !ok {
-				return 0, false
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) {
-				return 0, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-			case ']':
-				return i + 1, true
-			default:
-				return 0, false
-			}
-		}
-	case c == '"':
-		return skipString(b, i)
-	case c == '-' || (c >= '0' && c <= '9'):
-		return skipNumber(b, i)
-	case c == 't':
-		return skipWord(b, i, "true")
-	case c == 'f':
-		return skipWord(b, i, "false")
-	case c == 'n':
-		return skipWord(b, i, "null")
-	}
-	return 0, false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-func skipWord(b []byte, i int, w string) (int, bool) {
-	if len(b)-i >= len(w) && string(b[i:i+len(w)]) == w {
-		return i + len(w), true
-	}
-	return 0, false
-}
-
-// skipString checks the string starting at b[i] (its escapes, no control byte; other
-// bytes as they come, as encoding/json's scanner does) and returns the index past it.
-func skipString(b []byte, i int) (int, bool) {
-	for i++; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, true
-		case c < 0x20:
-			return 0, false
-		case c == '\\':
-			i++
-			if i >= len(b) {
-				return 0, false
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if len(b)-i < 5 {
-					return 0, false
+// valueEnd returns the index just past the JSON value starting at b[i], found by its
+// strings and brackets alone (a scalar ends at the comma or bracket after it), or
+// false when the input ends first. json.Valid then checks the value, so the payload is
+// refused exactly where encoding/json would refuse it.
+func valueEnd(b []byte, i int) (int, bool) {
+	depth, inString := 0, false
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		if inString {
+			switch c {
+			case '\\':
+				j++
+			case '"':
+				inString = false
+				if depth == 0 {
+					return j + 1, true
 				}
-				for _, h := range b[i+1 : i+5] {
-					if !isHex(h) {
-						return 0, false
-					}
-				}
-				i += 4
-			default:
-				return 0, false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j, true
+			}
+			if depth--; depth == 0 {
+				return j + 1, true
+			}
+		case ',':
+			if depth == 0 {
+				return j, true
 			}
 		}
 	}
 	return 0, false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// skipNumber checks a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func skipNumber(b []byte, i int) (int, bool) {
-	if b[i] == '-' {
-		i++
-	}
-	digits := func() bool {
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i > start
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case !digits():
-		return 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if !digits() {
-			return 0, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if !digits() {
-			return 0, false
-		}
-	}
-	return i, true
 }
