@@ -14,12 +14,13 @@ import (
 	"github.com/narad/narad/internal/render"
 )
 
-// parseSub runs sub's flag parsing alone and returns the options its run would get.
-func parseSub(t *testing.T, args ...string) (*SubOptions, error) {
+// parseFlags runs a command's flag parsing alone (build is subCmd or replayCmd) and
+// returns the options its run would get.
+func parseFlags[O any](t *testing.T, build func(*Factory, func(*Factory, *O) error) *cobra.Command, args []string) (*O, error) {
 	t.Helper()
 	ios, _, _, _ := iostreams.Test()
-	var got *SubOptions
-	cmd := subCmd(&Factory{IO: ios}, func(_ *Factory, o *SubOptions) error { got = o; return nil })
+	var got *O
+	cmd := build(&Factory{IO: ios}, func(_ *Factory, o *O) error { got = o; return nil })
 	cmd.SetArgs(args)
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
@@ -28,6 +29,16 @@ func parseSub(t *testing.T, args ...string) (*SubOptions, error) {
 		t.Fatalf("%q: no error and run was not called", args)
 	}
 	return got, err
+}
+
+func parseSub(t *testing.T, args ...string) (*SubOptions, error) {
+	t.Helper()
+	return parseFlags(t, subCmd, args)
+}
+
+func parseReplay(t *testing.T, args ...string) (*ReplayOptions, error) {
+	t.Helper()
+	return parseFlags(t, replayCmd, args)
 }
 
 func TestSubFlags(t *testing.T) {
@@ -140,22 +151,6 @@ func TestSubFlags(t *testing.T) {
 			t.Errorf("%q: %v, want a usage error with %q", tt.args, err, tt.err)
 		}
 	}
-}
-
-// parseReplay runs replay's flag parsing alone and returns the options its run would get.
-func parseReplay(t *testing.T, args ...string) (*ReplayOptions, error) {
-	t.Helper()
-	ios, _, _, _ := iostreams.Test()
-	var got *ReplayOptions
-	cmd := replayCmd(&Factory{IO: ios}, func(_ *Factory, o *ReplayOptions) error { got = o; return nil })
-	cmd.SetArgs(args)
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	err := cmd.Execute()
-	if err == nil && got == nil {
-		t.Fatalf("%q: no error and run was not called", args)
-	}
-	return got, err
 }
 
 func TestReplayFlags(t *testing.T) {
