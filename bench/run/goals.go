@@ -45,7 +45,7 @@ func (b *bench) produce() []row {
 		func() time.Duration {
 			k := b.startBroker("--topic", "p")
 			defer k.stop()
-			return k.rawProduce("p", b.produceN, b.produceJ)
+			return k.loop("produce", "p", b.produceN, b.produceJ)
 		},
 		func() time.Duration {
 			k := b.startBroker("--topic", "p")
@@ -63,12 +63,12 @@ func (b *bench) drain() []row {
 	k := b.startBroker("--topic", "d")
 	defer k.stop()
 	raw := func() time.Duration {
-		k.rawProduce("d", b.drainN, 8)
-		return k.rawBatchDrain("d", b.drainN)
+		k.fill("d", b.drainN)
+		return k.loop("batch-drain", "d", b.drainN)
 	}
 	sub := func(run func([]string, string, ...string) sample) func() time.Duration {
 		return func() time.Duration {
-			k.rawProduce("d", b.drainN, 8)
+			k.fill("d", b.drainN)
 			s := run(k.env(), "", b.narad, "sub", "d", "--drain", "-o", "raw", "--stats=json")
 			mustAck(s, b.drainN)
 			return s.wall
@@ -93,11 +93,11 @@ func (b *bench) legacy() []row {
 	defer k.stop()
 	base, narad := b.alternate(
 		func() time.Duration {
-			k.rawProduce("l", b.legacyN, 8)
-			return k.rawSingleDrain("l", b.legacyN, 8)
+			k.fill("l", b.legacyN)
+			return k.loop("single-drain", "l", b.legacyN, 8)
 		},
 		func() time.Duration {
-			k.rawProduce("l", b.legacyN, 8)
+			k.fill("l", b.legacyN)
 			s := runProc(k.env(), "", b.narad, "sub", "l", "--drain", "-o", "raw", "--stats=json")
 			mustAck(s, b.legacyN)
 			return s.wall
@@ -118,7 +118,7 @@ func (b *bench) exec() []row {
 			return runProc(nil, lines, "xargs", "-P4", "-n1", "true").wall
 		},
 		func() time.Duration {
-			k.rawProduce("e", b.execN, 8)
+			k.fill("e", b.execN)
 			s := runProc(k.env(), "", b.narad, "sub", "e", "--count", n, "-j", "4", "--stats=json", "--", "true")
 			mustAck(s, b.execN)
 			return s.wall
@@ -218,7 +218,7 @@ func (b *bench) memory() []row {
 	k := b.startBroker("--topic", "m")
 	defer k.stop()
 	rss := func(n int) float64 {
-		k.rawProduce("m", n, 8)
+		k.fill("m", n)
 		s := runProc(k.env(), "", b.narad, "sub", "m", "--drain", "-o", "json", "--stats=json")
 		mustAck(s, n)
 		b.logf("  %d messages: peak RSS %.1f MiB", n, float64(s.maxRSS)/(1<<20))

@@ -10,7 +10,9 @@
 // run tilts neither side. Ratios are what the goals state: for throughput, the
 // baseline's time over narad's (above 1: narad is faster); for start-up, narad's time
 // over the baseline's; for memory, peak RSS. Everything runs against `narad dev`
-// brokers on 127.0.0.1 started by this program.
+// brokers on 127.0.0.1 started by this program, and every side of a comparison is a
+// whole process timed from start to exit: narad, and the baselines (bench/loop-baseline
+// for throughput, bench/startup-baseline for start-up).
 package main
 
 import (
@@ -97,7 +99,8 @@ func main() {
 type bench struct {
 	dir      string // temporary: the binaries and inputs
 	narad    string
-	baseline string
+	baseline string // bench/startup-baseline
+	loops    string // bench/loop-baseline
 
 	prebuilt string
 
@@ -117,7 +120,8 @@ func (b *bench) setup() error {
 	}
 	b.narad = filepath.Join(b.dir, "narad")
 	b.baseline = filepath.Join(b.dir, "startup-baseline")
-	builds := map[string]string{b.narad: "./cmd/narad", b.baseline: "./bench/startup-baseline"}
+	b.loops = filepath.Join(b.dir, "loop-baseline")
+	builds := map[string]string{b.narad: "./cmd/narad", b.baseline: "./bench/startup-baseline", b.loops: "./bench/loop-baseline"}
 	if b.prebuilt != "" {
 		if b.narad, err = filepath.Abs(b.prebuilt); err != nil {
 			return err

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,9 +65,9 @@ func runProcTo(out io.Writer, env []string, in string, argv ...string) sample {
 
 // broker is a `narad dev` this program started.
 type broker struct {
-	cmd  *exec.Cmd
-	url  string
-	http *http.Client
+	cmd   *exec.Cmd
+	url   string
+	loops string // the loop-baseline binary
 }
 
 // startBroker runs `narad dev -q` on a free loopback port with the flags given and
@@ -96,10 +96,7 @@ func (b *bench) startBroker(flags ...string) *broker {
 		fatalf("narad dev did not start: %q %v", line, err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, br) }()
-	return &broker{cmd: cmd, url: "http://" + addr, http: &http.Client{
-		Timeout:   time.Minute,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64},
-	}}
+	return &broker{cmd: cmd, url: "http://" + addr, loops: b.loops}
 }
 
 func (k *broker) stop() {
@@ -113,6 +110,18 @@ func (k *broker) stop() {
 		<-done
 	}
 }
+
+// loop runs the loop-baseline program against the broker: see bench/loop-baseline.
+func (k *broker) loop(mode, topic string, n int, j ...int) time.Duration {
+	argv := []string{k.loops, mode, k.url, topic, strconv.Itoa(n)}
+	for _, j := range j {
+		argv = append(argv, strconv.Itoa(j))
+	}
+	return runProc(nil, "", argv...).wall
+}
+
+// fill produces "1".."n" to topic, 8 at a time, untimed.
+func (k *broker) fill(topic string, n int) { k.loop("produce", topic, n, 8) }
 
 // env points narad at the broker.
 func (k *broker) env() []string { return []string{"NARAD_ADDR=" + k.url} }
