@@ -318,13 +318,15 @@ func subRun(f *Factory, opts *SubOptions) error {
 		tuning.streamProcs(f.Getenv)
 		p := consumer.NewPrinter(f.IO.Out, r)
 		p.AsksFor(opts.Max)
-		p.LeaseFrom(func(ctx context.Context) (time.Duration, error) {
+		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
+		// leases; the supervisor keeps its own.
+		co.Lease = func(ctx context.Context) (time.Duration, error) {
 			t, err := c.Topic(ctx, opts.Topic)
 			if err != nil {
 				return 0, err
 			}
 			return time.Duration(t.VisibilityTimeoutMs) * time.Millisecond, nil
-		})
+		}
 		h = p
 		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
 	} else {

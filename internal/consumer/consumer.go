@@ -131,6 +131,13 @@ type Options struct {
 	// it answers again. Either may be nil.
 	OnNodeLost func(err error)
 	OnNodeBack func()
+	// Lease, when set, makes the run keep the lease of every message it holds until it
+	// is settled (see keeper): a message taken ahead, waiting behind a write that
+	// blocks, or written to a pipe and not read yet is extended once it has been held a
+	// third of the lease. It tells the topic's lease, and is asked only once a message
+	// has been held a while. A handler that extends its own (the supervisor) leaves it
+	// nil; with NoAck nothing is kept.
+	Lease func(context.Context) (time.Duration, error)
 }
 
 // Reason is why a run stopped.
@@ -290,6 +297,10 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	var c counters
 	s, release := newSettler(ctx, src, o, &c)
 	defer release()
+	stopKeeping := func() {}
+	if o.Lease != nil && !o.NoAck {
+		stopKeeping = s.keep(ctx, o.Lease)
+	}
 
 	// take is the context of waiting to take messages (for slots, between polls):
 	// cancelled by any stop. A consume request itself is not (see taker.consume).
@@ -364,6 +375,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	}
 	close(watchDone)
 	<-watchExited
+	stopKeeping()
 	// The safety net: whatever a handler did not settle goes back now rather than
 	// waiting for its lease to lapse. A well-behaved handler leaves nothing.
 	if left := s.unsettled(); len(left) > 0 {
@@ -435,6 +447,9 @@ type call struct {
 	settled <-chan struct{} // closed at the first settlement that ends after it was sent
 	res     *client.ConsumeResult
 	err     error
+	// ds are the messages it brought, held by the run (and so kept, see keeper) from
+	// the moment they arrived, though the loop may take them up later.
+	ds []Delivery
 }
 
 // run takes and hands over until a stop. It returns the reason (0 when a stop ended
@@ -553,7 +568,7 @@ func (t *taker) loop() (Reason, error) {
 			continue
 		}
 		t.single = t.single || res.Single
-		ds := t.s.wrap(res.Messages)
+		ds := c.ds
 		received += len(ds)
 		t.c.received.Add(int64(len(ds)))
 		if t.take.Err() != nil {
@@ -640,6 +655,9 @@ func (t *taker) send(wait time.Duration, n int) {
 func (t *taker) sender() {
 	for c := range t.orders {
 		c.res, c.err = t.consume(c.wait, c.n)
+		if c.err == nil && c.res != nil && len(c.res.Messages) > 0 {
+			c.ds = t.s.wrap(c.res.Messages)
+		}
 		t.results <- c
 	}
 }
@@ -663,10 +681,9 @@ func (t *taker) collect() {
 			if errors.Is(c.err, client.ErrAnswerLost) {
 				t.answerLost = true
 			}
-		case c.res != nil && len(c.res.Messages) > 0:
-			ds := t.s.wrap(c.res.Messages)
-			t.c.received.Add(int64(len(ds)))
-			_ = NackAll(ds, GiveBack)
+		case len(c.ds) > 0:
+			t.c.received.Add(int64(len(c.ds)))
+			_ = NackAll(c.ds, GiveBack)
 		}
 	}
 }

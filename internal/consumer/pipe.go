@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/narad/narad/internal/client"
 )
 
 // pipeProbe sees into the pipe a Printer writes to (pipe_linux.go).
@@ -24,9 +22,9 @@ type pipeProbe interface {
 // for messages ends the run at once.
 //
 // Lines waiting in the pipe hold their leases, so a slow reader (`| while read`) must
-// not see them lapse: the leases of lines that wait longer than a third of the lease are
-// extended, in one request for all of them, and no more is taken while pipeHoldMax
-// lines wait unread, which bounds what is held however slow the reader is.
+// not see them lapse: the run keeps them (see keeper, which sub asks for), and no more
+// is taken while pipeHoldMax lines wait unread, which bounds what is held however slow
+// the reader is.
 const (
 	// pipeEvery is how often a pipe with lines in it is looked at. A fast reader's lines
 	// are mostly acked on the next batch's turn; this bounds the wait of the last ones.
@@ -40,37 +38,26 @@ const (
 	// pipeGoneGrace is how long a consume on its way when the reader went away may
 	// still be answered before it is cancelled.
 	pipeGoneGrace = 250 * time.Millisecond
-	// pipeLeaseAsk is how long a line may wait before the topic's lease is asked for:
-	// a reader keeping up never needs it.
-	pipeLeaseAsk = 200 * time.Millisecond
 	// pipeHoldMax is how many lines may wait unread before no more is taken. A fast
 	// reader is often a batch or two behind only because it was not scheduled yet, and
 	// waiting for it then costs a third of the rate; a slow one holds this many leases
 	// at most, extended in a request or two.
 	pipeHoldMax = 10 * MaxBatch
-	// pipeExtendUnknown is how often waiting lines are extended when the lease could
-	// not be learnt.
-	pipeExtendUnknown = time.Second
 )
 
 // waitingLine is a record written (or being written) to the pipe and not yet taken.
 type waitingLine struct {
-	d       Delivery
-	end     int64     // the stream offset just past its last byte
-	renewed time.Time // when its lease was last taken or extended
+	d   Delivery
+	end int64 // the stream offset just past its last byte
 }
 
 // pipeState is a Printer's view of the pipe it writes to.
 type pipeState struct {
-	probe pipeProbe
-	// leaseOf tells the topic's lease, asked once a line has waited pipeLeaseAsk; nil
-	// means it is not known.
-	leaseOf   func(context.Context) (time.Duration, error)
+	probe     pipeProbe
 	every     time.Duration
 	idle      time.Duration
 	grace     time.Duration
 	goneGrace time.Duration
-	now       func() time.Time
 
 	// ack acks in the background (Printer.ackLater), counted in the Printer's WaitGroup.
 	ack func([]Delivery)
@@ -78,35 +65,32 @@ type pipeState struct {
 	start sync.Once
 	done  chan struct{} // closed by Finish: the watcher stops
 
-	lease atomic.Int64 // nanoseconds; 0 not known yet, -1 could not be learnt
 	// caughtUp is the last batch coming back short of a full one: the node had no more.
 	caughtUp atomic.Bool
 
-	mu        sync.Mutex
-	wg        *sync.WaitGroup
-	written   int64 // bytes written so far
-	waiting   []waitingLine
-	gone      chan struct{} // closed once the reader went away and what it left was settled
-	goneOnce  sync.Once
-	left      []Delivery // what a reader that went away never took: given back by finish
-	isGone    bool
-	writing   bool          // a write is in progress: the stream's length is not known
-	finished  bool          // Finish gave back what waited: nothing is taken from now on
-	changed   chan struct{} // closed and replaced whenever waiting shrinks
-	asking    bool          // the lease is being asked for
-	extending context.CancelFunc
+	mu       sync.Mutex
+	wg       *sync.WaitGroup
+	written  int64 // bytes written so far
+	waiting  []waitingLine
+	gone     chan struct{} // closed once the reader went away and what it left was settled
+	goneOnce sync.Once
+	left     []Delivery // what a reader that went away never took: given back by finish
+	isGone   bool
+	writing  bool          // a write is in progress: the stream's length is not known
+	finished bool          // Finish gave back what waited: nothing is taken from now on
+	changed  chan struct{} // closed and replaced whenever waiting shrinks
 }
 
 func newPipeState(probe pipeProbe, wg *sync.WaitGroup, ack func([]Delivery)) *pipeState {
 	return &pipeState{
 		probe: probe, wg: wg, ack: ack,
-		every: pipeEvery, idle: pipeIdle, grace: pipeGrace, goneGrace: pipeGoneGrace, now: time.Now,
+		every: pipeEvery, idle: pipeIdle, grace: pipeGrace, goneGrace: pipeGoneGrace,
 		done: make(chan struct{}), gone: make(chan struct{}), changed: make(chan struct{}),
 	}
 }
 
-// watch starts the watcher once: it notices the reader going away, acks what the reader
-// takes while narad waits for messages, and keeps waiting lines' leases.
+// watch starts the watcher once: it notices the reader going away, and acks what the
+// reader takes while narad waits for messages.
 func (ps *pipeState) watch() {
 	ps.start.Do(func() { go ps.watcher() })
 }
@@ -134,7 +118,6 @@ func (ps *pipeState) watcher() {
 			time.Sleep(ps.idle)
 		}
 		ps.settleTaken()
-		ps.extendDue()
 	}
 }
 
@@ -146,10 +129,9 @@ func (ps *pipeState) add(ds []Delivery, ends []int) (base int64, ok bool) {
 	if ps.isGone || ps.finished {
 		return 0, false
 	}
-	now := ps.now()
 	base = ps.written
 	for i, end := range ends {
-		ps.waiting = append(ps.waiting, waitingLine{d: ds[i], end: base + int64(end), renewed: now})
+		ps.waiting = append(ps.waiting, waitingLine{d: ds[i], end: base + int64(end)})
 	}
 	ps.writing = true
 	return base, true
@@ -245,7 +227,6 @@ func (ps *pipeState) takeAll() (acks, back []Delivery) {
 	acks, back = linesOf(ps.waiting[:i]), linesOf(ps.waiting[i:])
 	ps.waiting = nil
 	ps.signal()
-	ps.stopExtending()
 	return acks, back
 }
 
@@ -290,7 +271,6 @@ func (ps *pipeState) giveBack() {
 	back := append(linesOf(ps.waiting), ps.left...)
 	ps.waiting, ps.left = nil, nil
 	ps.signal()
-	ps.stopExtending()
 	ps.mu.Unlock()
 	_ = NackAll(back, GiveBack)
 }
@@ -306,13 +286,6 @@ func (ps *pipeState) waitingCount() (n int, gone bool, changed <-chan struct{}) 
 func (ps *pipeState) signal() {
 	close(ps.changed)
 	ps.changed = make(chan struct{})
-}
-
-// stopExtending cancels an extension in flight. Called with mu held.
-func (ps *pipeState) stopExtending() {
-	if ps.extending != nil {
-		ps.extending()
-	}
 }
 
 // slots is Slots for a pipe: no more is taken while pipeHoldMax lines wait unread, and,
@@ -351,6 +324,17 @@ func (ps *pipeState) slots(ctx context.Context) (int, error) {
 	}
 }
 
+// ahead is Ahead for a pipe: what pipeHoldMax leaves beside the lines waiting unread,
+// none once a batch came back short (see slots) or the reader went away.
+func (ps *pipeState) ahead() int {
+	ps.settleTaken()
+	n, gone, _ := ps.waitingCount()
+	if gone || ps.caughtUp.Load() {
+		return 0
+	}
+	return pipeHoldMax - n
+}
+
 // finish waits for the reader to take every waiting line, to go away, or, after a
 // stop, for the grace to pass; what still waits then is given back. Nothing is waited
 // for once ctx (the hard stop) ends.
@@ -382,128 +366,10 @@ func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
 	ps.giveBack() // nothing waits now; this only marks the run finished
 }
 
-// extendDue extends the leases of lines that have waited a third of the lease, in one
-// request, and asks for the lease once a line has waited long enough to need it.
-func (ps *pipeState) extendDue() {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.isGone || ps.finished || ps.extending != nil || len(ps.waiting) == 0 {
-		return
-	}
-	now := ps.now()
-	lease := time.Duration(ps.lease.Load())
-	oldest := now.Sub(ps.waiting[0].renewed)
-	for _, l := range ps.waiting[1:] {
-		oldest = max(oldest, now.Sub(l.renewed))
-	}
-	if lease == 0 && oldest >= pipeLeaseAsk && !ps.asking {
-		ps.askLease()
-	}
-	every := pipeExtendUnknown
-	if lease > 0 {
-		every = lease / 3
-	}
-	if oldest < every {
-		return
-	}
-	var ds []Delivery
-	for _, l := range ps.waiting {
-		if now.Sub(l.renewed) >= every {
-			ds = append(ds, l.d)
-		}
-	}
-	if noAck(ds) {
-		return // --no-ack: the leases are left to lapse, as asked
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), every)
-	ps.extending = cancel
-	ps.wg.Add(1)
-	go func() {
-		defer ps.wg.Done()
-		defer cancel()
-		statuses := extendAll(ctx, ds)
-		ps.mu.Lock()
-		defer ps.mu.Unlock()
-		ps.extending = nil
-		kept := ps.waiting[:0]
-		for _, l := range ps.waiting {
-			i := indexOf(ds, l.d)
-			switch {
-			case i < 0:
-			case statuses[i] == 204:
-				l.renewed = now
-			case statuses[i] == 410:
-				// The lease lapsed: the message is someone else's now. It is still in
-				// the pipe, so nothing is settled; it is counted lease_lost.
-				_ = l.d.LeaseLost()
-				continue
-			}
-			kept = append(kept, l)
-		}
-		if len(kept) < len(ps.waiting) {
-			clear(ps.waiting[len(kept):])
-			ps.waiting = kept
-			ps.signal()
-		}
-	}()
-}
-
-// askLease learns the topic's lease in the background. Called with mu held.
-func (ps *pipeState) askLease() {
-	if ps.leaseOf == nil {
-		ps.lease.Store(-1)
-		return
-	}
-	ps.asking = true
-	ps.wg.Add(1)
-	go func() {
-		defer ps.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		d, err := ps.leaseOf(ctx)
-		if err != nil || d <= 0 {
-			ps.lease.Store(-1)
-			return
-		}
-		ps.lease.Store(int64(d))
-	}()
-}
-
 func linesOf(ls []waitingLine) []Delivery {
 	ds := make([]Delivery, len(ls))
 	for i, l := range ls {
 		ds[i] = l.d
 	}
 	return ds
-}
-
-func indexOf(ds []Delivery, d Delivery) int {
-	for i, x := range ds {
-		if x.d == d.d {
-			return i
-		}
-	}
-	return -1
-}
-
-func noAck(ds []Delivery) bool { return len(ds) > 0 && ds[0].d.s.noAck }
-
-// extendAll extends the leases of ds (deliveries of one run) in as few requests as the
-// client needs, and returns each one's status (0: no answer).
-func extendAll(ctx context.Context, ds []Delivery) []int {
-	statuses := make([]int, len(ds))
-	if len(ds) == 0 {
-		return statuses
-	}
-	s := ds[0].d.s
-	handles := make([]string, len(ds))
-	for i, d := range ds {
-		handles[i] = d.d.msg.ReceiptHandle
-	}
-	res, _ := s.src.Settle(ctx, s.topic, client.Extend, handles)
-	for i := range min(len(res), len(ds)) {
-		statuses[i] = res[i].Status
-		s.c.retries.Add(int64(res[i].Retries))
-	}
-	return statuses
 }

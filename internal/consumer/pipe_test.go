@@ -161,11 +161,11 @@ func TestPipeSlowReaderKeepsLeases(t *testing.T) {
 	r, w := pipe(t)
 	p := consumer.NewPrinter(w, lines{})
 	asked := make(chan struct{}, 1)
-	p.LeaseFrom(func(context.Context) (time.Duration, error) {
+	lease := func(context.Context) (time.Duration, error) {
 		asked <- struct{}{}
 		return 30 * time.Millisecond, nil
-	})
-	done := runPipeAsync(t, src, p, consumer.Options{Count: 3})
+	}
+	done := runPipeAsync(t, src, p, consumer.Options{Count: 3, Lease: lease})
 	extendsOf := func() (n int) {
 		for _, s := range src.Settles() {
 			if s.Action == client.Extend && slices.Equal(s.Handles, []string{"h0", "h1", "h2"}) {
@@ -203,8 +203,8 @@ func TestPipeLeaseLostWhileWaiting(t *testing.T) {
 	}
 	r, w := pipe(t)
 	p := consumer.NewPrinter(w, lines{})
-	p.LeaseFrom(func(context.Context) (time.Duration, error) { return 30 * time.Millisecond, nil })
-	done := runPipeAsync(t, src, p, consumer.Options{Count: 2})
+	lease := func(context.Context) (time.Duration, error) { return 30 * time.Millisecond, nil }
+	done := runPipeAsync(t, src, p, consumer.Options{Count: 2, Lease: lease})
 	waitFor(t, "an extend", func() bool { return len(src.Handles(client.Extend)) > 0 })
 	takeLines(t, r, 2)
 	res := result(t, done)

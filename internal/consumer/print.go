@@ -90,15 +90,6 @@ func NewPrinter(w io.Writer, r LineRenderer) *Printer {
 	return p
 }
 
-// LeaseFrom tells the Printer how to learn the topic's lease, so that lines waiting in
-// a pipe for a slow reader are extended before it runs out. It is asked only when a
-// line has waited a while; without it they are extended every second.
-func (p *Printer) LeaseFrom(f func(context.Context) (time.Duration, error)) {
-	if p.pipe != nil {
-		p.pipe.leaseOf = f
-	}
-}
-
 // AsksFor tells the Printer the most messages one consume asks for (Options.Max), so
 // that a batch that comes back short, the node having no more ready, is known.
 func (p *Printer) AsksFor(max int) {
@@ -271,17 +262,16 @@ func (p *Printer) stopAckers() {
 	p.ackMu.Unlock()
 }
 
-// Ahead is how many more messages the Printer can take without waiting: none for a
-// pipe; otherwise a few batches, which only wait for their acks.
+// Ahead is how many more messages the Printer can take without waiting: for a pipe,
+// what its bound on unread lines leaves (none once a batch came back short or the
+// reader went away); otherwise a few batches, which only wait for their acks.
 //
-// A pipe takes nothing ahead because a write to it blocks once its buffer is full
-// (four 16 KiB lines fill it), and a batch taken ahead then waits in hand, where no
-// extend reaches it, behind a reader slower than the lease: the long pipes soak saw
-// such leases run out. Lines written and unread are extended (pipeState); lines not
-// yet written would need the same, which is left for later.
+// What is taken ahead may wait in hand behind a write that blocks (a full pipe and a
+// reader slower than the lease, a paused terminal): the run must keep its leases
+// (Options.Lease), as the long pipes soak showed when it did not.
 func (p *Printer) Ahead() int {
 	if p.pipe != nil {
-		return 0
+		return p.pipe.ahead()
 	}
 	return aheadUnbounded
 }

@@ -1,0 +1,164 @@
+package consumer
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// A run with Options.Lease keeps the lease of every message it holds, wherever it
+// waits: in hand behind a write that blocks (a paused terminal, a full pipe), in a pipe
+// that the reader has not read yet, or queued for its ack. A message held a third of
+// the lease is extended, with every other one due, in as few requests as the client
+// needs. Taking batches ahead of the one being written is safe only because of this.
+const (
+	// keepEvery is how often held messages are looked at.
+	keepEvery = 100 * time.Millisecond
+	// keepAsk is how long a message may be held before the topic's lease is asked for:
+	// a run that keeps up never needs it.
+	keepAsk = 200 * time.Millisecond
+	// keepUnknown is how often held messages are extended when the lease could not be
+	// learnt.
+	keepUnknown = time.Second
+)
+
+// keeper extends the leases of a run's held messages (settler.open) until the run ends.
+type keeper struct {
+	s       *settler
+	leaseOf func(context.Context) (time.Duration, error)
+	lease   atomic.Int64 // nanoseconds; 0 not known yet, -1 could not be learnt
+	now     func() time.Time
+}
+
+// keep runs a keeper until the returned stop is called, which waits for it to end. ctx
+// (the hard stop) cuts a request on its way.
+func (s *settler) keep(ctx context.Context, leaseOf func(context.Context) (time.Duration, error)) (stop func()) {
+	k := &keeper{s: s, leaseOf: leaseOf, now: time.Now}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(keepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				k.tick(ctx)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}
+
+// tick extends what has been held a third of the lease, asking for the lease first once
+// something has been held keepAsk.
+func (k *keeper) tick(ctx context.Context) {
+	now := k.now().UnixNano()
+	oldest := k.s.oldestHeld(now)
+	if oldest < keepAsk {
+		return
+	}
+	if k.lease.Load() == 0 {
+		k.askLease(ctx)
+	}
+	every := keepUnknown
+	if l := time.Duration(k.lease.Load()); l > 0 {
+		every = l / 3
+	}
+	if oldest < every {
+		return
+	}
+	due := k.s.heldSince(now - int64(every))
+	if len(due) == 0 {
+		return
+	}
+	handles := make([]string, len(due))
+	for i, d := range due {
+		handles[i] = d.msg.ReceiptHandle
+	}
+	rctx, cancel := context.WithTimeout(ctx, every)
+	defer cancel()
+	res, _ := k.s.src.Settle(rctx, k.s.topic, client.Extend, handles)
+	for i := range min(len(res), len(due)) {
+		k.s.c.retries.Add(int64(res[i].Retries))
+		switch res[i].Status {
+		case 204:
+			k.s.renewed(due[i], now)
+		case 410:
+			// The lease lapsed (or an ack landed first): if the message is still held, it
+			// is someone else's now. It is counted lease_lost, and whatever settles it
+			// later sends nothing.
+			k.s.lost(due[i])
+		}
+		// Anything else is tried again at the next tick.
+	}
+}
+
+// askLease learns the topic's lease; -1 when it cannot.
+func (k *keeper) askLease(ctx context.Context) {
+	if k.leaseOf == nil {
+		k.lease.Store(-1)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := k.leaseOf(ctx)
+	if err != nil || d <= 0 {
+		k.lease.Store(-1)
+		return
+	}
+	k.lease.Store(int64(d))
+}
+
+// oldestHeld is how long the message held longest has been held since its lease was
+// taken or last extended, at now (Unix nanoseconds).
+func (s *settler) oldestHeld(now int64) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var oldest time.Duration
+	for d := range s.open {
+		oldest = max(oldest, time.Duration(now-d.renewed))
+	}
+	return oldest
+}
+
+// heldSince returns the messages held whose lease was taken or extended at or before t.
+func (s *settler) heldSince(t int64) []*delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ds []*delivery
+	for d := range s.open {
+		if d.renewed <= t {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+// renewed notes that d's lease was extended at now.
+func (s *settler) renewed(d *delivery, now int64) {
+	s.mu.Lock()
+	d.renewed = now
+	s.mu.Unlock()
+}
+
+// lost settles d locally after a 410 on extend, unless something settled it first: the
+// message is someone else's, so nothing is sent, now or by a later settlement.
+func (s *settler) lost(d *delivery) {
+	s.mu.Lock()
+	if !d.settled.CompareAndSwap(false, true) {
+		s.mu.Unlock()
+		return
+	}
+	d.leaseLost = true
+	delete(s.open, d)
+	s.mu.Unlock()
+	s.c.leaseLost.Add(1)
+	s.ended(false)
+}

@@ -1,0 +1,122 @@
+package consumer_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/consumer/consumertest"
+)
+
+// gate is an output whose writes block until it opens: a terminal paused with Ctrl-S.
+type gate struct{ open chan struct{} }
+
+func (g gate) Write(b []byte) (int, error) {
+	<-g.open
+	return len(b), nil
+}
+
+// extendedOnce reports which handles have had at least one extend.
+func extendedOnce(src *consumertest.Source) map[string]bool {
+	seen := map[string]bool{}
+	for _, h := range src.Handles(client.Extend) {
+		seen[h] = true
+	}
+	return seen
+}
+
+// TestKeepHeldBehindABlockedWrite: the batch being written to an output that blocks,
+// and the batches taken ahead of it, keep their leases until they are written and
+// acked; nothing is lost, nothing settled twice.
+func TestKeepHeldBehindABlockedWrite(t *testing.T) {
+	src := consumertest.New()
+	src.Add("t", 300)
+	g := gate{open: make(chan struct{})}
+	p := consumer.NewPrinter(g, lines{})
+	lease := func(context.Context) (time.Duration, error) { return 60 * time.Millisecond, nil }
+	done := runPipeAsync(t, src, p, consumer.Options{Count: 300, Lease: lease})
+	// The first batch is in the blocked write; two more were taken ahead of it.
+	waitFor(t, "every message taken extended twice", func() bool {
+		n := map[string]int{}
+		for _, h := range src.Handles(client.Extend) {
+			n[h]++
+		}
+		if len(n) < 300 {
+			return false
+		}
+		for _, c := range n {
+			if c < 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if got := src.Handles(client.Ack); len(got) != 0 {
+		t.Fatalf("acked %d before the write went out", len(got))
+	}
+	close(g.open)
+	res := result(t, done)
+	acked := src.Handles(client.Ack)
+	slices.Sort(acked)
+	want := make([]string, 300)
+	for i := range want {
+		want[i] = fmt.Sprintf("h%d", i)
+	}
+	slices.Sort(want)
+	if !slices.Equal(acked, want) {
+		t.Errorf("acked %d handles, want h0..h299 once each", len(acked))
+	}
+	if st := res.Stats; st.Acked != 300 || st.LeaseLost != 0 || st.Nacked != 0 || st.Bugs != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestKeepNothingWhenNotAsked: without Options.Lease (exec mode keeps its own) and with
+// NoAck (leases lapse, as asked) nothing is extended.
+func TestKeepNothingWhenNotAsked(t *testing.T) {
+	lease := func(context.Context) (time.Duration, error) { return 30 * time.Millisecond, nil }
+	for _, o := range []consumer.Options{{Count: 5}, {Count: 5, NoAck: true, Lease: lease}} {
+		src := consumertest.New()
+		src.Add("t", 5)
+		g := gate{open: make(chan struct{})}
+		done := runPipeAsync(t, src, consumer.NewPrinter(g, lines{}), o)
+		time.Sleep(300 * time.Millisecond) // ten thirds of the lease
+		close(g.open)
+		result(t, done)
+		if got := src.Handles(client.Extend); len(got) != 0 {
+			t.Errorf("%+v: extended %v", o, got)
+		}
+	}
+}
+
+// TestKeepLeaseLostInHand: an extend that finds a held message gone counts it
+// lease_lost; it is still written, and its ack is never sent (nor counted a bug).
+func TestKeepLeaseLostInHand(t *testing.T) {
+	src := consumertest.New()
+	src.Add("t", 2)
+	src.Status = func(a client.Action, h string) int {
+		if a == client.Extend && h == "h1" {
+			return 410
+		}
+		return 204
+	}
+	g := gate{open: make(chan struct{})}
+	lease := func(context.Context) (time.Duration, error) { return 30 * time.Millisecond, nil }
+	done := runPipeAsync(t, src, consumer.NewPrinter(g, lines{}), consumer.Options{Count: 2, Lease: lease})
+	waitFor(t, "extends of both", func() bool { s := extendedOnce(src); return s["h0"] && s["h1"] })
+	close(g.open)
+	res := result(t, done)
+	if got := src.Handles(client.Ack); !slices.Equal(got, []string{"h0"}) {
+		t.Errorf("acked %v, want h0 only", got)
+	}
+	if st := res.Stats; st.LeaseLost != 1 || st.Acked != 1 || st.Bugs != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if res.Outcome() != consumer.OutcomeLeaseGone {
+		t.Errorf("outcome %v", res.Outcome())
+	}
+}
