@@ -32,11 +32,13 @@ type keeper struct {
 	now     func() time.Time
 }
 
-// keep runs a keeper until the returned stop is called, which waits for it to end. ctx
-// (the hard stop) cuts a request on its way.
+// keep runs a keeper until the returned stop is called, which cuts a request on its way
+// (the run is settling what it holds) and waits for the keeper to end; so does ctx (the
+// hard stop).
 func (s *settler) keep(ctx context.Context, leaseOf func(context.Context) (time.Duration, error)) (stop func()) {
 	k := &keeper{s: s, leaseOf: leaseOf, now: time.Now}
-	done, exited := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
+	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
 		t := time.NewTicker(keepEvery)
@@ -45,13 +47,13 @@ func (s *settler) keep(ctx context.Context, leaseOf func(context.Context) (time.
 			select {
 			case <-t.C:
 				k.tick(ctx)
-			case <-done:
+			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	return func() {
-		close(done)
+		cancel()
 		<-exited
 	}
 }
