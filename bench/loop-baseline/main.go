@@ -80,18 +80,25 @@ func (l *loop) do(method, path string, body []byte, header ...string) (int, []by
 // produce sends "1".."n" as single POSTs, j at a time.
 func (l *loop) produce(n, j int) {
 	var next atomic.Int64
+	inParallel(j, func() bool {
+		i := next.Add(1)
+		if i > int64(n) {
+			return false
+		}
+		st, body := l.do(http.MethodPost, "/produce", []byte(strconv.FormatInt(i, 10)))
+		if st != http.StatusAccepted {
+			fatalf("produce: %d %s", st, body)
+		}
+		return true
+	})
+}
+
+// inParallel runs j loops of step, each until step says there is no more.
+func inParallel(j int, step func() (more bool)) {
 	var wg sync.WaitGroup
 	for range j {
 		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				st, body := l.do(http.MethodPost, "/produce", []byte(strconv.FormatInt(i, 10)))
-				if st != http.StatusAccepted {
-					fatalf("produce: %d %s", st, body)
-				}
+			for step() {
 			}
 		})
 	}
@@ -137,32 +144,27 @@ func (l *loop) batchDrain(want int) {
 // nothing.
 func (l *loop) singleDrain(want, j int) {
 	var got atomic.Int64
-	var wg sync.WaitGroup
-	for range j {
-		wg.Go(func() {
-			for {
-				st, body := l.do(http.MethodGet, "/consume", nil)
-				if st == http.StatusNoContent {
-					return
-				}
-				if st != http.StatusOK {
-					fatalf("consume: %d %s", st, body)
-				}
-				var m struct {
-					ReceiptHandle string `json:"receipt_handle"`
-				}
-				if err := json.Unmarshal(body, &m); err != nil {
-					fatalf("consume: %v", err)
-				}
-				q := "?receipt_handle=" + url.QueryEscape(m.ReceiptHandle)
-				if st, body := l.do(http.MethodPost, "/ack"+q, nil); st != http.StatusNoContent {
-					fatalf("ack: %d %s", st, body)
-				}
-				got.Add(1)
-			}
-		})
-	}
-	wg.Wait()
+	inParallel(j, func() bool {
+		st, body := l.do(http.MethodGet, "/consume", nil)
+		if st == http.StatusNoContent {
+			return false
+		}
+		if st != http.StatusOK {
+			fatalf("consume: %d %s", st, body)
+		}
+		var m struct {
+			ReceiptHandle string `json:"receipt_handle"`
+		}
+		if err := json.Unmarshal(body, &m); err != nil {
+			fatalf("consume: %v", err)
+		}
+		q := "?receipt_handle=" + url.QueryEscape(m.ReceiptHandle)
+		if st, body := l.do(http.MethodPost, "/ack"+q, nil); st != http.StatusNoContent {
+			fatalf("ack: %d %s", st, body)
+		}
+		got.Add(1)
+		return true
+	})
 	if int(got.Load()) != want {
 		fatalf("drain took %d messages, want %d", got.Load(), want)
 	}

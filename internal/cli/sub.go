@@ -325,7 +325,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 			if err != nil {
 				return 0, err
 			}
-			return time.Duration(t.VisibilityTimeoutMs) * time.Millisecond, nil
+			return t.VisibilityTimeout(), nil
 		}
 		h = p
 		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
@@ -405,7 +405,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.
 		if err != nil {
 			return nil, apiFatal(f, c, err, opts.Topic)
 		}
-		lease = time.Duration(t.VisibilityTimeoutMs) * time.Millisecond
+		lease = t.VisibilityTimeout()
 		if lease <= 0 {
 			lease = 30 * time.Second
 		}

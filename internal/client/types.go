@@ -107,6 +107,12 @@ type Topic struct {
 	PartitionStats []PartitionStats `json:"partition_stats,omitempty"`
 }
 
+// VisibilityTimeout is the topic's lease: how long a consumed message stays hidden
+// unless it is extended.
+func (t *Topic) VisibilityTimeout() time.Duration {
+	return time.Duration(t.VisibilityTimeoutMs) * time.Millisecond
+}
+
 // PartitionStats is one partition's positions, from topic info.
 type PartitionStats struct {
 	Index         int    `json:"index"`

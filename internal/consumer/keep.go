@@ -29,14 +29,13 @@ type keeper struct {
 	s       *settler
 	leaseOf func(context.Context) (time.Duration, error)
 	lease   atomic.Int64 // nanoseconds; 0 not known yet, -1 could not be learnt
-	now     func() time.Time
 }
 
 // keep runs a keeper until the returned stop is called, which cuts a request on its way
 // (the run is settling what it holds) and waits for the keeper to end; so does ctx (the
 // hard stop).
 func (s *settler) keep(ctx context.Context, leaseOf func(context.Context) (time.Duration, error)) (stop func()) {
-	k := &keeper{s: s, leaseOf: leaseOf, now: time.Now}
+	k := &keeper{s: s, leaseOf: leaseOf}
 	ctx, cancel := context.WithCancel(ctx)
 	exited := make(chan struct{})
 	go func() {
@@ -61,20 +60,16 @@ func (s *settler) keep(ctx context.Context, leaseOf func(context.Context) (time.
 // tick extends what has been held a third of the lease, asking for the lease first once
 // something has been held keepAsk.
 func (k *keeper) tick(ctx context.Context) {
-	now := k.now().UnixNano()
-	oldest := k.s.oldestHeld(now)
-	if oldest < keepAsk {
-		return
-	}
+	now := time.Now().UnixNano()
 	if k.lease.Load() == 0 {
+		if len(k.s.heldSince(now-int64(keepAsk))) == 0 {
+			return
+		}
 		k.askLease(ctx)
 	}
 	every := keepUnknown
 	if l := time.Duration(k.lease.Load()); l > 0 {
 		every = l / 3
-	}
-	if oldest < every {
-		return
 	}
 	due := k.s.heldSince(now - int64(every))
 	if len(due) == 0 {
@@ -104,10 +99,6 @@ func (k *keeper) tick(ctx context.Context) {
 
 // askLease learns the topic's lease; -1 when it cannot.
 func (k *keeper) askLease(ctx context.Context) {
-	if k.leaseOf == nil {
-		k.lease.Store(-1)
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d, err := k.leaseOf(ctx)
@@ -116,18 +107,6 @@ func (k *keeper) askLease(ctx context.Context) {
 		return
 	}
 	k.lease.Store(int64(d))
-}
-
-// oldestHeld is how long the message held longest has been held since its lease was
-// taken or last extended, at now (Unix nanoseconds).
-func (s *settler) oldestHeld(now int64) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var oldest time.Duration
-	for d := range s.open {
-		oldest = max(oldest, time.Duration(now-d.renewed))
-	}
-	return oldest
 }
 
 // heldSince returns the messages held whose lease was taken or extended at or before t.

