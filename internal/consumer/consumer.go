@@ -417,6 +417,11 @@ type aheadTaker interface {
 	Ahead() int
 }
 
+// oneByOneTaker is a Handler that settles differently once it knows the node
+// answers one message per consume, and so settles one handle per request (the
+// Printer: see its oneByOne).
+type oneByOneTaker interface{ OneByOne() }
+
 // taker is the loop that takes messages and hands them over.
 type taker struct {
 	ctx, take  context.Context // the hard stop; any stop
@@ -429,18 +434,19 @@ type taker struct {
 	answerLost bool
 	lost       error // the connection error while the node is gone
 
-	orders  chan *call // consumes to send, taken by the senders
-	results chan *call // consumes that came back
-	senders int        // goroutines sending consumes, each one at a time
-	out     int        // consumes on their way
-	asked   int        // messages they asked for
-	single  bool       // the node answers one message per consume
+	orders  chan *call    // consumes to send, taken by the senders
+	results chan *call    // consumes that came back
+	senders int           // goroutines sending consumes, each one at a time
+	out     int           // consumes on their way
+	asked   int           // messages they asked for
+	single  bool          // the node answers one message per consume
+	wait    time.Duration // what each consume asks the node to wait for messages
+	aside   *call         // a consume that came back, for the loop's next turn
 }
 
 // call is one consume on its way.
 type call struct {
-	n    int // messages asked for
-	wait time.Duration
+	n int // messages asked for
 	// quiet is a consume sent while nothing of this run was held, being settled or
 	// asked for: an empty answer to it means the node has nothing ready for us.
 	quiet   bool
@@ -456,6 +462,10 @@ type call struct {
 // it, leaving the reason to whoever stopped it) or a fatal error. The timeout running
 // out while the node is gone is the node's error: the run did not end cleanly.
 func (t *taker) run() (Reason, error) {
+	t.wait = min(t.o.Wait, t.o.PollMax)
+	if t.o.Drain {
+		t.wait = 0
+	}
 	t.orders = make(chan *call, max(legacyParallel, batchAhead)+1)
 	t.results = make(chan *call, max(legacyParallel, batchAhead)+1)
 	defer close(t.orders) // the senders end; collect has taken every answer by then
@@ -468,10 +478,7 @@ func (t *taker) run() (Reason, error) {
 
 func (t *taker) loop() (Reason, error) {
 	o := t.o
-	wait := min(o.Wait, o.PollMax)
-	if o.Drain {
-		wait = 0
-	}
+	wait := t.wait
 	received := 0
 	reached := false
 	var backoff time.Duration // the next pause while the node is lost
@@ -499,7 +506,7 @@ func (t *taker) loop() (Reason, error) {
 			if o.Count > 0 {
 				n = min(n, o.Count-received)
 			}
-			t.send(wait, n)
+			t.send(n)
 		}
 		c := t.next()
 		res, err := c.res, c.err
@@ -567,8 +574,16 @@ func (t *taker) loop() (Reason, error) {
 			}
 			continue
 		}
-		t.single = t.single || res.Single
+		if res.Single && !t.single {
+			t.single = true
+			if o, ok := t.h.(oneByOneTaker); ok {
+				o.OneByOne()
+			}
+		}
 		ds := c.ds
+		if t.single {
+			ds = t.joinReady(ds)
+		}
 		received += len(ds)
 		t.c.received.Add(int64(len(ds)))
 		if t.take.Err() != nil {
@@ -577,7 +592,7 @@ func (t *taker) loop() (Reason, error) {
 			_ = NackAll(ds, GiveBack)
 			return 0, nil
 		}
-		t.sendAhead(wait, received, len(ds), len(ds) < c.n)
+		t.sendAhead(received, len(ds), len(ds) < c.n)
 		if err := t.h.Handle(t.ctx, ds); err != nil {
 			if errors.Is(err, ErrOutputClosed) {
 				return StopOutputClosed, nil
@@ -597,7 +612,7 @@ func (t *taker) loop() (Reason, error) {
 // legacyParallel for a node that answers one message per consume. What the handler
 // holds and what those on their way asked for count against what it can take, and no
 // request asks for more than --count still needs.
-func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) {
+func (t *taker) sendAhead(received, inHand int, short bool) {
 	a, ok := t.h.(aheadTaker)
 	if !ok {
 		return
@@ -624,11 +639,11 @@ func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) 
 		if n <= 0 || t.take.Err() != nil {
 			break
 		}
-		t.send(wait, n)
+		t.send(n)
 		sent = true
 		room -= n
 	}
-	if sent {
+	if sent && !t.single {
 		// Let the senders put their requests on the wire before this batch is written:
 		// on one P (see cli's streamProcs) they would otherwise wait until the loop
 		// blocks, after the write and the ack, and the node would idle meanwhile.
@@ -639,9 +654,9 @@ func (t *taker) sendAhead(wait time.Duration, received, inHand int, short bool) 
 // send starts a consume of up to n messages; next receives its answer. The consumes
 // go out through senders kept for the run, one more whenever all are busy: a
 // goroutine per consume cost its start and the growth of its stack every time.
-func (t *taker) send(wait time.Duration, n int) {
+func (t *taker) send(n int) {
 	held, settled := t.s.pending()
-	c := &call{n: n, wait: wait, quiet: held == 0 && t.out == 0, settled: settled}
+	c := &call{n: n, quiet: held == 0 && t.out == 0, settled: settled}
 	t.out++
 	t.asked += n
 	if t.senders < t.out {
@@ -653,8 +668,15 @@ func (t *taker) send(wait time.Duration, n int) {
 
 // sender sends the consumes ordered until the run ends.
 func (t *taker) sender() {
+	// One context for every consume this sender makes, not one each: with one
+	// message per consume, a context and a stop watcher per request were a tenth of
+	// the CPU. A stop cuts the consume on its way wait+AnswerGrace later (see consume);
+	// none is sent after a stop.
+	ctx, cancel := context.WithCancel(t.ctx)
+	defer cancel()
+	defer context.AfterFunc(t.take, func() { time.AfterFunc(t.wait+t.o.AnswerGrace, cancel) })()
 	for c := range t.orders {
-		c.res, c.err = t.consume(c.wait, c.n)
+		c.res, c.err = t.consume(ctx, c.n)
 		if c.err == nil && c.res != nil && len(c.res.Messages) > 0 {
 			c.ds = t.s.wrap(c.res.Messages)
 		}
@@ -664,10 +686,32 @@ func (t *taker) sender() {
 
 // next waits for a consume on its way to come back.
 func (t *taker) next() *call {
-	c := <-t.results
+	c := t.aside
+	if c != nil {
+		t.aside = nil
+	} else {
+		c = <-t.results
+	}
 	t.out--
 	t.asked -= c.n
 	return c
+}
+
+// joinReady adds to ds what the consumes that came back meanwhile brought, up to the
+// first that brought nothing or failed, which next returns first (still counted on
+// its way until then): one write and one pass of the loop for them all.
+func (t *taker) joinReady(ds []Delivery) []Delivery {
+	for t.aside == nil && len(t.results) > 0 {
+		c := <-t.results
+		if c.err != nil || len(c.ds) == 0 {
+			t.aside = c
+			break
+		}
+		t.out--
+		t.asked -= c.n
+		ds = append(ds, c.ds...)
+	}
+	return ds
 }
 
 // collect lets every consume still on its way arrive and gives back at once what it
@@ -696,12 +740,8 @@ const firstReconnect = 250 * time.Millisecond
 // node may be leasing messages for it, and an answer cut then would strand them until
 // their lease ran out. The loop gives back what such an answer brings instead. Only
 // the hard stop, or a node that has not answered AnswerGrace past the wait, cuts it.
-func (t *taker) consume(wait time.Duration, n int) (*client.ConsumeResult, error) {
-	ctx, cancel := context.WithCancel(t.ctx)
-	defer cancel()
-	// Any stop ends take; only then is a timer started, so a consume costs no watcher.
-	defer context.AfterFunc(t.take, func() { time.AfterFunc(wait+t.o.AnswerGrace, cancel) })()
-	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
+func (t *taker) consume(ctx context.Context, n int) (*client.ConsumeResult, error) {
+	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: t.wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
 }
 
 // pause waits d; false when ctx ended first.

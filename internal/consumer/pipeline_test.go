@@ -247,6 +247,71 @@ func TestSingleShapeNodeGetsParallelConsumes(t *testing.T) {
 	}
 }
 
+// heldAcks is a Source whose settlements wait until released; it records the most on
+// their way at once and the handles each carried.
+type heldAcks struct {
+	*consumertest.Source
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	sizes    []int
+	release  chan struct{}
+}
+
+func (h *heldAcks) Settle(ctx context.Context, topic string, a client.Action, hs []string) ([]client.SettleResult, error) {
+	h.mu.Lock()
+	h.inFlight++
+	h.most = max(h.most, h.inFlight)
+	h.sizes = append(h.sizes, len(hs))
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.inFlight--
+		h.mu.Unlock()
+	}()
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return h.Source.Settle(ctx, topic, a, hs)
+}
+
+// A node that answers one message per consume settles one handle per request: the
+// acks of written lines go out side by side, one handle each, as many at once as
+// consumes, rather than in requests that the client would split again.
+func TestSingleShapeNodeGetsAcksSideBySide(t *testing.T) {
+	src := &heldAcks{Source: consumertest.New(), release: make(chan struct{})}
+	src.Single = true
+	msgs := src.Add("t", 8)
+	done := runAsync(t, context.Background(), src, consumer.NewPrinter(&bytes.Buffer{}, lines{}), consumer.Options{Drain: true})
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(time.Millisecond) {
+		src.mu.Lock()
+		most := src.most
+		src.mu.Unlock()
+		if most == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(src.release)
+			await(t, done, "the drain")
+			t.Fatalf("at most %d acks on their way at once, want the 8 lines' acks", most)
+		}
+	}
+	close(src.release)
+	res := await(t, done, "the drain")
+	if got := sorted(src.Handles(client.Ack)); !slices.Equal(got, sorted(handles(msgs))) || res.Reason != consumer.StopDrained {
+		t.Errorf("acked %v, reason %v; want all 8 drained", got, res.Reason)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	for _, n := range src.sizes {
+		if n != 1 {
+			t.Errorf("a settlement carried %d handles, want one each: %v", n, src.sizes)
+			break
+		}
+	}
+}
+
 // A stop while consumes sent ahead are on their way lets them arrive and gives back
 // what they bring; the batch written before the stop is acked.
 func TestStopWhilePipelinedGivesBackWhatIsOnItsWay(t *testing.T) {

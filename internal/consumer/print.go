@@ -48,8 +48,7 @@ type Printer struct {
 
 	// Written lines wait in ackQueue for an acker: at most printAcksInFlight run at
 	// once, each sending everything queued when it looks, so acks of small batches
-	// (one message each from an older node) share requests while others are on their
-	// way.
+	// share requests while others are on their way (but see oneByOne).
 	ackMu    sync.Mutex
 	ackRoom  *sync.Cond // signalled when the queue shrinks
 	ackWork  *sync.Cond // signalled when the queue grows or the run ends
@@ -57,6 +56,12 @@ type Printer struct {
 	ackers   int // running, each kept until Finish
 	idle     int // ackers waiting for work
 	ackDone  bool
+	// oneByOne: the node answers one message per consume (older than v3.1), so it
+	// settles one handle per request too. Each acker then takes one line at a time
+	// and sends its ack itself, up to legacyParallel at once, as that many loops of
+	// consume and ack would: an acker taking the whole queue had the client send all
+	// but the first ack from a goroutine started for each.
+	oneByOne bool
 	wg       sync.WaitGroup
 
 	// stop, when set, abandons a write that is blocked (a reader that stopped
@@ -216,10 +221,21 @@ func (p *Printer) ackLater(ds []Delivery) {
 		p.ackRoom.Wait()
 	}
 	p.ackQueue = append(p.ackQueue, ds...)
-	switch {
-	case p.idle > 0:
-		p.ackWork.Signal()
-	case p.ackers < printAcksInFlight:
+	// An acker sends everything queued, or one line when oneByOne: then every line
+	// wants an acker of its own.
+	want := 1
+	if p.oneByOne {
+		want = len(ds)
+	}
+	if p.idle > 0 {
+		if want > 1 {
+			p.ackWork.Broadcast()
+		} else {
+			p.ackWork.Signal()
+		}
+		want -= p.idle
+	}
+	for ; want > 0 && p.ackers < p.ackersMax(); want-- {
 		// Ackers are kept until Finish: one a burst cost its start and the growth of
 		// its stack every time, which one message per consume made every message.
 		p.ackers++
@@ -245,13 +261,34 @@ func (p *Printer) acker() {
 			p.idle--
 		}
 		ds := p.ackQueue
-		p.ackQueue = nil
+		if p.oneByOne {
+			ds = ds[:1:1]
+			p.ackQueue = p.ackQueue[1:]
+		} else {
+			p.ackQueue = nil
+		}
 		p.ackRoom.Broadcast()
 		p.ackMu.Unlock()
 		// Its outcome is in the counters; an ack that fails does not stop printing.
 		_ = AckAll(ds)
 		p.ackMu.Lock()
 	}
+}
+
+// OneByOne tells the Printer that the node answers one message per consume (see
+// oneByOne); the run does when it learns it.
+func (p *Printer) OneByOne() {
+	p.ackMu.Lock()
+	p.oneByOne = true
+	p.ackMu.Unlock()
+}
+
+// ackersMax is how many acks may be on their way at once.
+func (p *Printer) ackersMax() int {
+	if p.oneByOne {
+		return legacyParallel
+	}
+	return printAcksInFlight
 }
 
 // stopAckers lets the ackers end once the queue is empty.
