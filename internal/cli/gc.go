@@ -33,7 +33,7 @@ func streamGC(getenv func(string) string) *streamTuning {
 // one message per consume (see streamGC).
 const singleMessageGC = 200
 
-// streamTuning undoes the stream's settings when the node turns out to answer one
+// streamTuning retunes the stream when the node turns out to answer one
 // message per consume (see streamGC and streamProcs); it is the run client's hook.
 type streamTuning struct {
 	lowGC bool         // GOGC was lowered to 50: the user did not set it
