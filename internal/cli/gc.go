@@ -60,7 +60,7 @@ func (t *streamTuning) OnFallback(e client.FallbackEvent) {
 // one P, the scheduler's locks and searches gone from the profile). One core still
 // serves far more messages a second than a node hands out. Exec mode keeps every P:
 // its commands' fork, exec and wait are system calls that hold one. A node that
-// answers one message per consume gets every P back (through t): its eight parallel
+// answers one message per consume gets every P back (through t): its twelve parallel
 // consumes cost some 80 µs of HTTP machinery a message, which one core cannot keep
 // up with.
 func (t *streamTuning) streamProcs(getenv func(string) string) {

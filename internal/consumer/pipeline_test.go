@@ -236,9 +236,9 @@ func TestSingleShapeNodeGetsParallelConsumes(t *testing.T) {
 	src.Single = true
 	msgs := src.Add("t", 40)
 	done := runAsync(t, context.Background(), src, consumer.NewPrinter(&bytes.Buffer{}, lines{}), consumer.Options{Drain: true})
-	src.waitBegun(t, 1+8, "in parallel")
-	if _, most := src.counts(); most < 8 {
-		t.Errorf("at most %d consumes at once, want 8", most)
+	src.waitBegun(t, 1+12, "in parallel")
+	if _, most := src.counts(); most < 12 {
+		t.Errorf("at most %d consumes at once, want 12", most)
 	}
 	close(src.release)
 	res := await(t, done, "the drain")
