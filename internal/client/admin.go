@@ -218,7 +218,7 @@ func (c *Client) Decommission(ctx context.Context, id string, mode DecommissionM
 	r := &request{op: OpDecommission, method: http.MethodPost, path: path, ctype: "application/json"}
 	switch mode {
 	case DecommissionDryRun:
-		r.query = url.Values{"dry_run": {"true"}}
+		r.query = "dry_run=true"
 	case DecommissionCancel:
 		r.op, r.method, r.ctype = OpCancelDecommission, http.MethodDelete, ""
 	}

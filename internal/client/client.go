@@ -215,7 +215,7 @@ type request struct {
 	op      Op
 	method  string
 	path    string // below the base URL, starting with "/"
-	query   url.Values
+	query   string // encoded, without the "?"
 	header  http.Header
 	body    []byte
 	ctype   string
@@ -244,8 +244,8 @@ func (r *response) err(op Op) *Error {
 // ctx's own error when ctx (not the per-request timeout) ended it.
 func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	u := c.base + r.path
-	if len(r.query) > 0 {
-		u += "?" + r.query.Encode()
+	if r.query != "" {
+		u += "?" + r.query
 	}
 	timeout := c.timeout + r.wait
 	rctx, cancel := context.WithTimeout(ctx, timeout)

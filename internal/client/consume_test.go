@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -496,5 +498,33 @@ func TestConsumeStopLetsTheRequestInFlightFinish(t *testing.T) {
 	_, err := c2.Consume(ctx, "orders", ConsumeOptions{Max: 10})
 	if !errors.Is(err, ErrAnswerLost) || !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want ErrAnswerLost and context.Canceled", err)
+	}
+}
+
+// The hand-built consume query says what url.Values would, in the same order.
+func TestConsumeQuery(t *testing.T) {
+	p0, p3 := 0, 3
+	for _, o := range []ConsumeOptions{
+		{},
+		{Max: 1},
+		{Max: 250},
+		{Partition: &p0},
+		{Wait: 1500 * time.Millisecond},
+		{Max: 100, Partition: &p3, Wait: time.Minute + 30*time.Second},
+		{Partition: &p3, Wait: 10 * time.Second},
+	} {
+		want := url.Values{}
+		if o.Max > 0 {
+			want.Set("max", strconv.Itoa(min(o.Max, 100)))
+		}
+		if o.Partition != nil {
+			want.Set("partition", strconv.Itoa(*o.Partition))
+		}
+		if o.Wait > 0 {
+			want.Set("wait", o.Wait.String())
+		}
+		if got := consumeQuery(o); got != want.Encode() {
+			t.Errorf("consumeQuery(%+v) = %q, want %q", o, got, want.Encode())
+		}
 	}
 }

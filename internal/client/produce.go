@@ -32,7 +32,7 @@ func (c *Client) Produce(ctx context.Context, topic string, body []byte, o Produ
 		// body would send no Content-Length at all.
 		body = []byte{}
 	}
-	r := &request{op: OpProduce, method: http.MethodPost, path: topicPath(topic, "/produce"), query: q,
+	r := &request{op: OpProduce, method: http.MethodPost, path: topicPath(topic, "/produce"), query: q.Encode(),
 		body: body, ctype: "application/octet-stream"}
 	resp, err := c.bounded(ctx, r)
 	if err != nil {

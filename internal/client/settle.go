@@ -302,10 +302,12 @@ func (s *settleCall) chunks(pending []int) [][]int {
 	return jobs
 }
 
+// request is a batch settlement's request; single adds the handle to its query and
+// drops the content type, as it sends no body.
 func (s *settleCall) request() *request {
-	q := url.Values{}
+	var q string
 	if e := s.a.extendParam(); e != "" {
-		q.Set("extend", e)
+		q = "extend=" + url.QueryEscape(e)
 	}
 	return &request{op: s.a.Op(), attempt: s.pass, method: http.MethodPost, path: topicPath(s.topic, "/ack"), query: q,
 		ctype: "application/json"}
@@ -314,7 +316,11 @@ func (s *settleCall) request() *request {
 // single settles one handle with ?receipt_handle=H, which every node version takes.
 func (s *settleCall) single(ctx context.Context, i int) {
 	r := s.request()
-	r.query.Set("receipt_handle", s.res[i].Handle)
+	if r.query != "" {
+		r.query += "&"
+	}
+	r.query += "receipt_handle=" + url.QueryEscape(s.res[i].Handle)
+	r.ctype = ""
 	resp, err := s.c.send(ctx, r)
 	if err != nil {
 		s.record(i, 0, strings.TrimPrefix(err.Error(), r.op.String()+": "), err, ctx.Err() == nil && retryableTransport(err))

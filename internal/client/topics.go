@@ -98,7 +98,7 @@ func (c *Client) Ready(ctx context.Context) error {
 
 // getJSON is a read: retried like a produce, then decoded into v.
 func (c *Client) getJSON(ctx context.Context, op Op, path string, q url.Values, v any) error {
-	resp, err := c.bounded(ctx, &request{op: op, method: http.MethodGet, path: path, query: q})
+	resp, err := c.bounded(ctx, &request{op: op, method: http.MethodGet, path: path, query: q.Encode()})
 	if err != nil {
 		return err
 	}
