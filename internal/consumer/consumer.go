@@ -672,8 +672,8 @@ func (t *taker) send(n int) {
 func (t *taker) sender() {
 	// One context for every consume this sender makes, not one each: with one
 	// message per consume, a context and a stop watcher per request were a tenth of
-	// the CPU. A stop cuts the consume on its way wait+AnswerGrace later (see consume);
-	// none is sent after a stop.
+	// what a drain allocated. A stop cuts the consume on its way wait+AnswerGrace
+	// later (see consume); none is sent after a stop.
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	defer context.AfterFunc(t.take, func() { time.AfterFunc(t.wait+t.o.AnswerGrace, cancel) })()
@@ -741,7 +741,8 @@ const firstReconnect = 250 * time.Millisecond
 // consume asks for up to n messages. A stop does not cancel a request in flight: the
 // node may be leasing messages for it, and an answer cut then would strand them until
 // their lease ran out. The loop gives back what such an answer brings instead. Only
-// the hard stop, or a node that has not answered AnswerGrace past the wait, cuts it.
+// the hard stop, or a node that has not answered AnswerGrace past the wait, cuts it:
+// ctx, the sender's, ends at either.
 func (t *taker) consume(ctx context.Context, n int) (*client.ConsumeResult, error) {
 	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: t.wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
 }
