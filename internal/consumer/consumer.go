@@ -480,7 +480,6 @@ func (t *taker) run() (Reason, error) {
 
 func (t *taker) loop() (Reason, error) {
 	o := t.o
-	wait := t.wait
 	received := 0
 	reached := false
 	var backoff time.Duration // the next pause while the node is lost
@@ -571,15 +570,15 @@ func (t *taker) loop() (Reason, error) {
 				}
 				continue
 			}
-			if wait == 0 && !pause(t.take, o.IdlePause) {
+			if t.wait == 0 && !pause(t.take, o.IdlePause) {
 				return 0, nil
 			}
 			continue
 		}
 		if res.Single && !t.single {
 			t.single = true
-			if o, ok := t.h.(oneByOneTaker); ok {
-				o.OneByOne()
+			if h, ok := t.h.(oneByOneTaker); ok {
+				h.OneByOne()
 			}
 		}
 		ds := c.ds
@@ -645,7 +644,7 @@ func (t *taker) sendAhead(received, inHand int, short bool) {
 		sent = true
 		room -= n
 	}
-	if sent && !t.single {
+	if sent {
 		// Let the senders put their requests on the wire before this batch is written:
 		// on one P (see cli's streamProcs) they would otherwise wait until the loop
 		// blocks, after the write and the ack, and the node would idle meanwhile.
@@ -689,14 +688,18 @@ func (t *taker) sender() {
 // next waits for a consume on its way to come back.
 func (t *taker) next() *call {
 	c := t.aside
-	if c != nil {
-		t.aside = nil
-	} else {
+	t.aside = nil
+	if c == nil {
 		c = <-t.results
 	}
+	t.took(c)
+	return c
+}
+
+// took counts c off what is on its way.
+func (t *taker) took(c *call) {
 	t.out--
 	t.asked -= c.n
-	return c
 }
 
 // joinReady adds to ds what the consumes that came back meanwhile brought, up to the
@@ -709,8 +712,7 @@ func (t *taker) joinReady(ds []Delivery) []Delivery {
 			t.aside = c
 			break
 		}
-		t.out--
-		t.asked -= c.n
+		t.took(c)
 		ds = append(ds, c.ds...)
 	}
 	return ds
