@@ -24,7 +24,7 @@ func streamGC(getenv func(string) string) *streamTuning {
 	t := &streamTuning{}
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
-		t.lowGC = true
+		t.ownsGC = true
 	}
 	return t
 }
@@ -36,7 +36,7 @@ const singleMessageGC = 200
 // streamTuning retunes the stream when the node turns out to answer one
 // message per consume (see streamGC and streamProcs); it is the run client's hook.
 type streamTuning struct {
-	lowGC bool         // GOGC was lowered to 50: the user did not set it
+	ownsGC bool         // the user did not set GOGC: the stream sets it
 	procs atomic.Int32 // the Ps before streamProcs lowered them to 1; 0 when it did not
 }
 
@@ -44,7 +44,7 @@ func (t *streamTuning) OnFallback(e client.FallbackEvent) {
 	if e.Fallback != client.FallbackConsumeSingle {
 		return
 	}
-	if t.lowGC {
+	if t.ownsGC {
 		debug.SetGCPercent(singleMessageGC)
 	}
 	if n := t.procs.Swap(0); n > 0 {

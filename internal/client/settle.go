@@ -302,15 +302,14 @@ func (s *settleCall) chunks(pending []int) [][]int {
 	return jobs
 }
 
-// request is a batch settlement's request; single adds the handle to its query and
-// drops the content type, as it sends no body.
+// request is a settlement's request without its handles: single puts its handle in
+// the query, batch puts the body (and its content type) in.
 func (s *settleCall) request() *request {
 	var q string
 	if e := s.a.extendParam(); e != "" {
 		q = "extend=" + url.QueryEscape(e)
 	}
-	return &request{op: s.a.Op(), attempt: s.pass, method: http.MethodPost, path: topicPath(s.topic, "/ack"), query: q,
-		ctype: "application/json"}
+	return &request{op: s.a.Op(), attempt: s.pass, method: http.MethodPost, path: topicPath(s.topic, "/ack"), query: q}
 }
 
 // single settles one handle with ?receipt_handle=H, which every node version takes.
@@ -320,7 +319,6 @@ func (s *settleCall) single(ctx context.Context, i int) {
 		r.query += "&"
 	}
 	r.query += "receipt_handle=" + url.QueryEscape(s.res[i].Handle)
-	r.ctype = ""
 	resp, err := s.c.send(ctx, r)
 	if err != nil {
 		s.record(i, 0, strings.TrimPrefix(err.Error(), r.op.String()+": "), err, ctx.Err() == nil && retryableTransport(err))
@@ -340,7 +338,7 @@ func (s *settleCall) single(ctx context.Context, i int) {
 // batch settles handles with one {"receipt_handles":[...]} body.
 func (s *settleCall) batch(ctx context.Context, idx []int) {
 	r := s.request()
-	r.body = s.ackBody(idx)
+	r.body, r.ctype = s.ackBody(idx), "application/json"
 	resp, err := s.c.send(ctx, r)
 	if err != nil {
 		retry := ctx.Err() == nil && retryableTransport(err)
