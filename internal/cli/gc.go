@@ -37,7 +37,7 @@ const singleMessageGC = 200
 // message per consume (see streamGC and streamProcs); it is the run client's hook.
 type streamTuning struct {
 	ownsGC bool         // the user did not set GOGC: the stream sets it
-	procs atomic.Int32 // the Ps before streamProcs lowered them to 1; 0 when it did not
+	procs  atomic.Int32 // the Ps before streamProcs lowered them to 1; 0 when it did not
 }
 
 func (t *streamTuning) OnFallback(e client.FallbackEvent) {
