@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestKeepHeldBehindABlockedWrite(t *testing.T) {
 	src.Add("t", 300)
 	g := gate{open: make(chan struct{})}
 	p := consumer.NewPrinter(g, lines{})
-	done := runPipeAsync(t, src, p, consumer.Options{Count: 300, Lease: leaseOf(60 * time.Millisecond)})
+	done := runAsync(t, context.Background(), src, p, consumer.Options{Count: 300, Lease: leaseOf(60 * time.Millisecond)})
 	// The first batch is in the blocked write; two more were taken ahead of it.
 	waitFor(t, "every message taken extended twice", func() bool {
 		n := map[string]int{}
@@ -64,7 +65,7 @@ func TestKeepHeldBehindABlockedWrite(t *testing.T) {
 		t.Fatalf("acked %d before the write went out", len(got))
 	}
 	close(g.open)
-	res := result(t, done)
+	res := await(t, done, "the run")
 	acked := src.Handles(client.Ack)
 	slices.Sort(acked)
 	want := make([]string, 300)
@@ -87,10 +88,10 @@ func TestKeepNothingWhenNotAsked(t *testing.T) {
 		src := consumertest.New()
 		src.Add("t", 5)
 		g := gate{open: make(chan struct{})}
-		done := runPipeAsync(t, src, consumer.NewPrinter(g, lines{}), o)
+		done := runAsync(t, context.Background(), src, consumer.NewPrinter(g, lines{}), o)
 		time.Sleep(300 * time.Millisecond) // ten thirds of the lease
 		close(g.open)
-		result(t, done)
+		await(t, done, "the run")
 		if got := src.Handles(client.Extend); len(got) != 0 {
 			t.Errorf("%+v: extended %v", o, got)
 		}
@@ -114,16 +115,19 @@ func TestKeepLeaseLost(t *testing.T) {
 			var w io.Writer
 			var release func()
 			if output == "pipe" {
+				if runtime.GOOS != "linux" {
+					t.Skip("only on Linux does narad see into a pipe: elsewhere a line is acked once written")
+				}
 				r, pw := pipe(t)
 				w, release = pw, func() { takeLines(t, r, 2) }
 			} else {
 				g := gate{open: make(chan struct{})}
 				w, release = g, func() { close(g.open) }
 			}
-			done := runPipeAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 2, Lease: leaseOf(30 * time.Millisecond)})
+			done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 2, Lease: leaseOf(30 * time.Millisecond)})
 			waitFor(t, "extends of both", func() bool { s := extendedOnce(src); return s["h0"] && s["h1"] })
 			release()
-			res := result(t, done)
+			res := await(t, done, "the run")
 			if got := src.Handles(client.Ack); !slices.Equal(got, []string{"h0"}) {
 				t.Errorf("acked %v, want h0 only", got)
 			}

@@ -5,7 +5,6 @@ package consumer_test
 import (
 	"context"
 	"io"
-	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -18,70 +17,6 @@ import (
 
 // A pipe on Linux: a line counts as printed once the reader took it out of the pipe.
 
-func pipe(t *testing.T) (r, w *os.File) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
-}
-
-// takeLines reads n lines a byte at a time, as sh's `read` does, so that nothing after
-// them leaves the pipe.
-func takeLines(t *testing.T, r io.Reader, n int) string {
-	t.Helper()
-	var got []byte
-	var b [1]byte
-	for n > 0 {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			t.Errorf("read: %v", err)
-			break
-		}
-		got = append(got, b[0])
-		if b[0] == '\n' {
-			n--
-		}
-	}
-	return string(got)
-}
-
-// waitFor polls cond until it holds; the deadline only bounds a hang.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-	}
-}
-
-// runAsync runs the loop in the background; the result comes on the channel.
-func runPipeAsync(t *testing.T, src consumer.Source, h consumer.Handler, o consumer.Options) <-chan consumer.Result {
-	done := make(chan consumer.Result, 1)
-	go func() {
-		o.Topic = "t"
-		res, err := consumer.Run(context.Background(), src, h, o)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
-	return done
-}
-
-func result(t *testing.T, done <-chan consumer.Result) consumer.Result {
-	t.Helper()
-	select {
-	case res := <-done:
-		return res
-	case <-time.After(20 * time.Second): // a bound on a hang, never reached when it works
-		t.Fatal("the run did not end")
-	}
-	return consumer.Result{}
-}
-
 // TestPipeAcksOnlyWhatTheReaderTook: ten lines go into the pipe; the reader (head -n 2
 // reading line by line) takes two and goes away while narad long-polls. Those two are
 // acked, the eight it never took are given back, and the run ends at once.
@@ -89,13 +24,13 @@ func TestPipeAcksOnlyWhatTheReaderTook(t *testing.T) {
 	src := consumertest.New()
 	src.Add("t", 10)
 	r, w := pipe(t)
-	done := runPipeAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
+	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
 	if got := takeLines(t, r, 2); got != "h0\nh1\n" {
 		t.Fatalf("read %q", got)
 	}
 	waitFor(t, "all ten taken", func() bool { return src.Len() == 0 })
 	r.Close()
-	res := result(t, done)
+	res := await(t, done, "the run")
 	if got := src.Handles(client.Ack); !slices.Equal(got, []string{"h0", "h1"}) {
 		t.Errorf("acked %v, want h0 h1: what the reader took", got)
 	}
@@ -116,13 +51,13 @@ func TestPipeWaitsForTheReaderAtTheEnd(t *testing.T) {
 	src := consumertest.New()
 	src.Add("t", 3)
 	r, w := pipe(t)
-	done := runPipeAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 3})
+	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 3})
 	waitFor(t, "all three taken", func() bool { return src.Len() == 0 })
 	if got := src.Handles(client.Ack); len(got) != 0 {
 		t.Errorf("acked %v before anything was read", got)
 	}
 	takeLines(t, r, 3)
-	res := result(t, done)
+	res := await(t, done, "the run")
 	if got := src.Handles(client.Ack); !slices.Equal(got, []string{"h0", "h1", "h2"}) {
 		t.Errorf("acked %v", got)
 	}
@@ -138,10 +73,10 @@ func TestPipeStopGivesBackWhatWaits(t *testing.T) {
 	src.Add("t", 3)
 	_, w := pipe(t)
 	stop := make(chan struct{})
-	done := runPipeAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour, Stop: stop})
+	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour, Stop: stop})
 	waitFor(t, "all three taken", func() bool { return src.Len() == 0 })
 	close(stop)
-	res := result(t, done)
+	res := await(t, done, "the run")
 	if got := src.Handles(client.Ack); len(got) != 0 {
 		t.Errorf("acked %v, want nothing: nothing was read", got)
 	}
@@ -165,7 +100,7 @@ func TestPipeSlowReaderKeepsLeases(t *testing.T) {
 		asked <- struct{}{}
 		return leaseOf(30 * time.Millisecond)(ctx)
 	}
-	done := runPipeAsync(t, src, p, consumer.Options{Count: 3, Lease: lease})
+	done := runAsync(t, context.Background(), src, p, consumer.Options{Count: 3, Lease: lease})
 	extendsOf := func() (n int) {
 		for _, s := range src.Settles() {
 			if s.Action == client.Extend && slices.Equal(s.Handles, []string{"h0", "h1", "h2"}) {
@@ -176,7 +111,7 @@ func TestPipeSlowReaderKeepsLeases(t *testing.T) {
 	}
 	waitFor(t, "two extends of the waiting lines", func() bool { return extendsOf() >= 2 })
 	takeLines(t, r, 3)
-	res := result(t, done)
+	res := await(t, done, "the run")
 	select {
 	case <-asked:
 	default:
@@ -196,7 +131,7 @@ func TestPipeHoldsABoundedNumber(t *testing.T) {
 	src := consumertest.New()
 	src.Add("t", 1500)
 	r, w := pipe(t)
-	done := runPipeAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 1500})
+	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: 1500})
 	waitFor(t, "ten batches", func() bool { return src.Len() <= 500 })
 	// Absence cannot be awaited: give the loop ample turns to take more if it would.
 	time.Sleep(100 * time.Millisecond)
@@ -204,7 +139,7 @@ func TestPipeHoldsABoundedNumber(t *testing.T) {
 		t.Errorf("%d taken while 1000 wait unread, want 1000", 1500-left)
 	}
 	go io.Copy(io.Discard, r)
-	res := result(t, done)
+	res := await(t, done, "the run")
 	if res.Stats.Acked != 1500 {
 		t.Errorf("stats %+v", res.Stats)
 	}
@@ -229,7 +164,7 @@ func TestPipeNoLongPollWhileLinesWait(t *testing.T) {
 	src := &startCounter{Source: consumertest.New()}
 	src.Add("t", 10)
 	r, w := pipe(t)
-	done := runPipeAsync(t, src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
+	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
 	waitFor(t, "the batch", func() bool { return src.Len() == 0 })
 	// Absence cannot be awaited: give the loop ample turns to start a consume if it would.
 	time.Sleep(100 * time.Millisecond)
@@ -239,7 +174,7 @@ func TestPipeNoLongPollWhileLinesWait(t *testing.T) {
 	takeLines(t, r, 10)
 	waitFor(t, "the long poll once all was read", func() bool { return src.started.Load() == 2 })
 	r.Close()
-	res := result(t, done)
+	res := await(t, done, "the run")
 	if res.Reason != consumer.StopOutputClosed || res.Stats.Acked != 10 {
 		t.Errorf("result %+v", res)
 	}

@@ -284,19 +284,11 @@ func TestSingleShapeNodeGetsAcksSideBySide(t *testing.T) {
 	src.Single = true
 	msgs := src.Add("t", 8)
 	done := runAsync(t, context.Background(), src, consumer.NewPrinter(&bytes.Buffer{}, lines{}), consumer.Options{Drain: true})
-	for deadline := time.Now().Add(hangGuard); ; time.Sleep(time.Millisecond) {
+	waitFor(t, "the 8 lines' acks on their way at once", func() bool {
 		src.mu.Lock()
-		most := src.most
-		src.mu.Unlock()
-		if most == 8 {
-			break
-		}
-		if time.Now().After(deadline) {
-			close(src.release)
-			await(t, done, "the drain")
-			t.Fatalf("at most %d acks on their way at once, want the 8 lines' acks", most)
-		}
-	}
+		defer src.mu.Unlock()
+		return src.most == 8
+	})
 	close(src.release)
 	res := await(t, done, "the drain")
 	if got := sorted(src.Handles(client.Ack)); !slices.Equal(got, sorted(handles(msgs))) || res.Reason != consumer.StopDrained {
