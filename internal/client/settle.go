@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -239,25 +240,27 @@ func (s *settleCall) run(ctx context.Context, jobs [][]int) {
 		}
 		return
 	}
-	sem := make(chan struct{}, settleParallel)
+	// settleParallel senders take the jobs in turn: a goroutine per job cost its start
+	// and the growth of its stack every time, which one handle per request (an older
+	// node) made every handle.
+	rest := jobs[1:]
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for _, j := range jobs[1:] {
-		sem <- struct{}{}
-		s.mu.Lock()
-		stop := s.fatal != nil
-		s.mu.Unlock()
-		if stop {
-			<-sem
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s.send(ctx, j)
-		}()
+	for range min(settleParallel, len(rest)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(rest)) && !s.stopped(); i = next.Add(1) - 1 {
+				s.send(ctx, rest[i])
+			}
+		})
 	}
 	wg.Wait()
+}
+
+// stopped reports a fatal answer: nothing more is sent.
+func (s *settleCall) stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatal != nil
 }
 
 func (s *settleCall) send(ctx context.Context, idx []int) {
