@@ -277,7 +277,7 @@ func (b *benchFailures) report(fl producer.Failure) {
 func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *bench.Recorder) error {
 	var err error
 	if opts.Output == "json" {
-		err = printJSON(f.IO.Out, r)
+		err = printJSON(f, r)
 	} else {
 		// Measures down, phases across: as narrow as two phases can be.
 		phases := []*bench.Phase{&r.Produce.Phase}

@@ -72,7 +72,7 @@ func clusterMembersRun(f *Factory, opts *ClusterListOptions) error {
 		if members == nil {
 			members = []client.Member{}
 		}
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Members []client.Member `json:"members"`
 		}{members})
 	}
@@ -124,7 +124,7 @@ func clusterMovesRun(f *Factory, opts *ClusterListOptions) error {
 		if moves == nil {
 			moves = []client.Move{}
 		}
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Moves []client.Move `json:"moves"`
 		}{moves})
 	}
@@ -221,12 +221,12 @@ func clusterDecommissionRun(f *Factory, opts *ClusterDecommissionOptions) error 
 		return writeOut(f, out.String())
 	case client.DecommissionCancel:
 		if opts.Output == "json" {
-			return printJSON(f.IO.Out, map[string]string{"id": opts.ID, "decommission": "cancelled"})
+			return printJSON(f, map[string]string{"id": opts.ID, "decommission": "cancelled"})
 		}
 		fmt.Fprintf(f.IO.ErrOut, "cancelled the decommission of %s\n", id)
 	default:
 		if opts.Output == "json" {
-			return printJSON(f.IO.Out, map[string]string{"id": opts.ID, "decommission": "started"})
+			return printJSON(f, map[string]string{"id": opts.ID, "decommission": "started"})
 		}
 		fmt.Fprintf(f.IO.ErrOut, "decommissioning %s: its partitions are moving away (see narad cluster moves)\n", id)
 	}

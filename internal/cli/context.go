@@ -317,7 +317,7 @@ func contextLsRun(f *Factory, opts *contextNameOptions) error {
 		for _, n := range names {
 			views = append(views, contextView(cfg, n))
 		}
-		return printJSON(f.IO.Out, views)
+		return printJSON(f, views)
 	}
 	if len(names) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no contexts (add one with narad context add NAME --server URL)")
@@ -394,7 +394,7 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 	}
 	v := contextView(cfg, name)
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, v)
+		return printJSON(f, v)
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "name:      %s\n", render.Escape(v.Name))

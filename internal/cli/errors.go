@@ -87,6 +87,7 @@ func transportHint(base string, err error) string {
 	// one message ends the run too, and must not send the user to --server.
 	var (
 		execErr  template.ExecError
+		jqErr    *render.JQError
 		timeout  *client.TimeoutError
 		noAnswer *client.NoAnswerError
 		urlErr   *url.Error
@@ -95,6 +96,8 @@ func transportHint(base string, err error) string {
 	switch {
 	case errors.As(err, &execErr):
 		return "fix --template"
+	case errors.As(err, &jqErr):
+		return "fix --jq"
 	case errors.As(err, &timeout) && timeout.Sent:
 		return fmt.Sprintf("the node at %s accepted the connection but sent no answer within %s", base, timeout.After)
 	case timeout != nil:

@@ -34,7 +34,7 @@ type outputFlags struct {
 }
 
 // outputFlagNames are the flags addFlags adds: with sub's command, none applies.
-var outputFlagNames = []string{"output", "template", "delimiter", "utc", "unsafe-raw"}
+var outputFlagNames = []string{"output", "template", "delimiter", "utc", "unsafe-raw", jqFlagName}
 
 func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -43,6 +43,7 @@ func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload ('' for none)")
 	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time")
 	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")
+	addJQFlag(cmd)
 }
 
 // resolve checks the output flags together; changed says whether a flag was given.
@@ -67,10 +68,16 @@ func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) 
 	return MessageOutput{Format: format, Template: o.template, Delimiter: []byte(o.delimiter), UTC: o.utc, UnsafeRaw: o.unsafeRaw}, nil
 }
 
-// renderer builds the renderer for o on f's stdout; a template that does not parse
-// is a usage error.
+// renderer builds the renderer for o on f's stdout, through --jq when one was given
+// (f.export); a template that does not parse is a usage error.
 func (o MessageOutput) renderer(f *Factory) (*render.Renderer, error) {
+	var jq *render.JQ
+	if o.Format == render.JSON {
+		jq = f.export
+	}
 	r, err := render.New(render.Options{
+		JQ:        jq,
+		EscapeJQ:  f.IO.IsStdoutTTY(),
 		Format:    o.Format,
 		Template:  o.Template,
 		Delimiter: o.Delimiter,

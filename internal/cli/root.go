@@ -45,6 +45,8 @@ type Factory struct {
 	// requestTimeout bounds a request that does not long-poll; zero means the
 	// client's default. Tests shorten it.
 	requestTimeout time.Duration
+	// export is the compiled --jq of the running command, nil without one (export.go).
+	export *render.JQ
 }
 
 type globalFlags struct {
@@ -240,12 +242,13 @@ func newRoot(f *Factory) *cobra.Command {
 			if f.global.passwordStdin && cmd.Flags().Changed("password") {
 				return usageErrorf("--password and --password-stdin cannot be used together")
 			}
-			return nil
+			return f.resolveExport(cmd)
 		},
 	}
 	f.root = root
 	f.conn = nil
 	f.stdinPassword = nil
+	f.export = nil
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)

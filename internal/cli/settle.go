@@ -116,6 +116,7 @@ Exit 0 when all were settled, 4 when some leases were gone (and nothing else fai
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "output format: text (failures on stderr) or json (a result per handle on stdout)")
+	addJQFlag(cmd)
 	return cmd
 }
 
@@ -403,9 +404,9 @@ func settleRun(f *Factory, opts *settleOptions) error {
 				if outClosed {
 					continue
 				}
-				if err := writeJSONLine(f.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
+				if err := f.writeJSON(f.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
 					if !consumer.IsClosedOutput(err) {
-						return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+						return jsonDone(err)
 					}
 					outClosed = true // | head: keep settling, stop printing
 				}

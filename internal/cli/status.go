@@ -103,7 +103,7 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 		if rows == nil {
 			rows = []TopicStatus{}
 		}
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Topics []TopicStatus `json:"topics"`
 		}{rows})
 	}

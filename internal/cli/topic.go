@@ -52,19 +52,12 @@ const topicSubcommands = "ls, info, create, edit, delete, attach, detach, childr
 // outputFlag adds -o text|json; check validates it.
 func addTextJSONFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVarP(p, "output", "o", "text", "output format: text or json")
+	addJQFlag(cmd)
 }
 
 func checkTextJSON(o string) error {
 	if o != "text" && o != "json" {
 		return usageErrorf("invalid --output %q (text or json)", o)
-	}
-	return nil
-}
-
-// printJSON writes v as one JSON document; a closed stdout is not an error.
-func printJSON(w io.Writer, v any) error {
-	if err := writeJSONLine(w, v); err != nil && !consumer.IsClosedOutput(err) {
-		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil
 }
@@ -118,7 +111,7 @@ func topicLsRun(f *Factory, opts *topicLsOptions) error {
 		if topics == nil {
 			topics = []client.Topic{}
 		}
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Topics []client.Topic `json:"topics"`
 		}{topics})
 	}
@@ -180,7 +173,7 @@ func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
 		return apiFatal(f, c, err, opts.Topic)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, t)
+		return printJSON(f, t)
 	}
 	if err := writeTopicSettings(f.IO.Out, t); err != nil {
 		if consumer.IsClosedOutput(err) {
@@ -351,7 +344,7 @@ func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
 		return apiFatal(f, c, err, opts.Spec.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, t)
+		return printJSON(f, t)
 	}
 	var child string
 	if opts.Spec.Parent != "" {
@@ -503,7 +496,7 @@ func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
 		return apiFatal(f, c, err, opts.Topic)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Name    string `json:"name"`
 			Deleted bool   `json:"deleted"`
 		}{opts.Topic, true})

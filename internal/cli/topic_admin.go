@@ -175,7 +175,7 @@ func topicEditRun(f *Factory, opts *TopicEditOptions) error {
 		return adminFatal(f, c, err, opts.Topic, "see narad topic edit --help")
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, t)
+		return printJSON(f, t)
 	}
 	var changed []string
 	p := opts.Patch
@@ -289,7 +289,7 @@ func topicAttachRun(f *Factory, opts *TopicAttachOptions) error {
 		return adminFatal(f, c, err, opts.Parent, hint)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, t)
+		return printJSON(f, t)
 	}
 	how := "every new message"
 	if opts.DelayMs > 0 {
@@ -353,7 +353,7 @@ func topicDetachRun(f *Factory, opts *TopicDetachOptions) error {
 		return adminFatal(f, c, err, opts.Parent, fmt.Sprintf("see narad topic children %s", parent))
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Parent   string `json:"parent"`
 			Child    string `json:"child"`
 			Detached bool   `json:"detached"`
@@ -411,7 +411,7 @@ func topicChildrenRun(f *Factory, opts *TopicChildrenOptions) error {
 		if children == nil {
 			children = []client.Child{}
 		}
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Parent   string         `json:"parent"`
 			Children []client.Child `json:"children"`
 		}{opts.Parent, children})
@@ -488,7 +488,7 @@ func topicSchemaRun(f *Factory, opts *TopicSchemaOptions) error {
 		if h.Versions == nil {
 			h.Versions = []client.SchemaVersion{}
 		}
-		return printJSON(f.IO.Out, h)
+		return printJSON(f, h)
 	}
 	if h.Version == 0 || len(h.Versions) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "topic %s has no schema (add one with narad topic edit %s --schema FILE)\n",

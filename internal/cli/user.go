@@ -260,7 +260,7 @@ func userAddRun(f *Factory, opts *UserAddOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, u)
+		return printJSON(f, u)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "added user %s (%s)\n", render.Escape(opts.Name), formatGrants(u.Grants))
 	return nil
@@ -307,7 +307,7 @@ func userLsRun(f *Factory, opts *UserLsOptions) error {
 		if users == nil {
 			users = []client.User{}
 		}
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Users []client.User `json:"users"`
 		}{users})
 	}
@@ -365,7 +365,7 @@ func userShowRun(f *Factory, opts *UserShowOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, u)
+		return printJSON(f, u)
 	}
 	return printUser(f, u)
 }
@@ -431,7 +431,7 @@ func userGrantRun(f *Factory, opts *UserGrantOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, u)
+		return printJSON(f, u)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "replaced the grants of %s: was %s, now %s\n",
 		render.Escape(opts.Name), formatGrants(before.Grants), formatGrants(u.Grants))
@@ -552,7 +552,7 @@ func userRmRun(f *Factory, opts *UserRmOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f.IO.Out, struct {
+		return printJSON(f, struct {
 			Username string `json:"username"`
 			Deleted  bool   `json:"deleted"`
 		}{opts.Name, true})

@@ -81,6 +81,7 @@ func newVersionCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "text", "output format: text or json")
+	addJQFlag(cmd)
 	return cmd
 }
 
@@ -88,7 +89,7 @@ func versionRun(f *Factory, opts *versionOptions) error {
 	v := buildInfo()
 	switch opts.output {
 	case "json":
-		return printJSON(f.IO.Out, v)
+		return printJSON(f, v)
 	case "text", "":
 		_, err := fmt.Fprintln(f.IO.Out, versionLine(v))
 		return outputDone(err)

@@ -163,7 +163,14 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	}
 	var werr error
 	written := 0
-	if len(buf) > 0 {
+	if len(buf) == 0 {
+		// Nothing to write (a --jq that printed nothing for these messages): each
+		// record, empty, is written, and so is acked.
+		written = len(ends)
+		if p.pipe != nil {
+			p.pipe.wrote(base, 0, false)
+		}
+	} else {
 		n, abandoned, err := p.write(ctx, buf)
 		if abandoned {
 			p.buf, p.ends = nil, nil // the stuck write still owns buf

@@ -76,17 +76,25 @@ type Options struct {
 	// terminal, NO_COLOR); the renderer then forces colour on, so what is asked for is
 	// what is written whatever the environment says.
 	Color bool
+	// JQ, with Format JSON, writes what this expression makes of each message (--jq)
+	// instead of the message itself.
+	JQ *JQ
+	// EscapeJQ escapes control characters in the strings JQ writes raw: the output is
+	// a terminal.
+	EscapeJQ bool
 }
 
 // Renderer turns messages into output records. Its state is fixed by New, so one
 // Renderer may be used from several goroutines at once.
 type Renderer struct {
-	format Format
-	loc    *time.Location
-	delim  []byte
-	tmpl   *template.Template
-	tmplNL bool // the template source already ends in a newline
-	escRaw bool
+	format   Format
+	loc      *time.Location
+	delim    []byte
+	tmpl     *template.Template
+	tmplNL   bool // the template source already ends in a newline
+	escRaw   bool
+	jq       *JQ
+	jqEscape bool
 	// tag, key and clock wrap the styled parts of a colour text line.
 	tag, key, clock affix
 }
@@ -111,7 +119,7 @@ func affixOf(s lipgloss.Style) affix {
 // template, an unknown format, a template given with another format), so the caller
 // can map them all to exit 2.
 func New(o Options) (*Renderer, error) {
-	r := &Renderer{format: o.Format, loc: o.Location, escRaw: o.EscapeRaw}
+	r := &Renderer{format: o.Format, loc: o.Location, escRaw: o.EscapeRaw, jq: o.JQ, jqEscape: o.EscapeJQ}
 	switch {
 	case o.UTC:
 		r.loc = time.UTC
@@ -154,6 +162,9 @@ func New(o Options) (*Renderer, error) {
 	default:
 		return nil, fmt.Errorf("unknown output format %v", o.Format)
 	}
+	if o.JQ != nil && o.Format != JSON {
+		return nil, fmt.Errorf("a jq expression cannot be combined with output format %v", o.Format)
+	}
 	if o.Template != "" && o.Format != Template {
 		return nil, fmt.Errorf("a template cannot be combined with output format %v", o.Format)
 	}
@@ -173,7 +184,11 @@ func (r *Renderer) Append(dst []byte, m *client.Message) ([]byte, error) {
 	case Text:
 		dst, err = r.appendText(dst, m)
 	case JSON:
-		dst, err = appendJSON(dst, m)
+		if r.jq != nil {
+			dst, err = r.appendJQ(dst, m)
+		} else {
+			dst, err = appendJSON(dst, m)
+		}
 	case Raw:
 		dst, _, err = m.AppendPayload(dst)
 		if err == nil {

@@ -1,0 +1,205 @@
+package render
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/itchyny/gojq"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// JQ is a jq expression (--jq, --filter), compiled once and run on each value a
+// command writes. It is safe for concurrent use.
+type JQ struct {
+	code *gojq.Code
+}
+
+// JQError is a jq expression that failed on a value at run time (it compiled): the
+// CLI tells it from a node that could not be reached.
+type JQError struct{ Err error }
+
+func (e *JQError) Error() string { return e.Err.Error() }
+func (e *JQError) Unwrap() error { return e.Err }
+
+// CompileJQ parses and compiles src. No environment is given to the expression
+// ($ENV and env are empty): a --jq typed from a shell history must not be able to
+// print NARAD_PASS.
+func CompileJQ(src string) (*JQ, error) {
+	if len(bytes.TrimSpace([]byte(src))) == 0 {
+		return nil, errors.New("empty expression")
+	}
+	q, err := gojq.Parse(src)
+	if err != nil {
+		var pe *gojq.ParseError
+		if errors.As(err, &pe) && pe.Offset > 0 {
+			return nil, fmt.Errorf("%v at column %d", err, pe.Offset)
+		}
+		return nil, err
+	}
+	code, err := gojq.Compile(q)
+	if err != nil {
+		return nil, err
+	}
+	return &JQ{code: code}, nil
+}
+
+// AppendResults runs q on v and appends each result on its own line: a string as its
+// text, anything else as compact JSON, as gh --jq does. With escape (the output is a
+// terminal) a string's control characters are escaped as the text format does; the
+// JSON is always inert (no raw C1 control). On error dst is returned unchanged.
+func (q *JQ) AppendResults(dst []byte, v any, escape bool) ([]byte, error) {
+	orig := len(dst)
+	iter := q.code.Run(v)
+	for {
+		r, ok := iter.Next()
+		if !ok {
+			return dst, nil
+		}
+		switch r := r.(type) {
+		case error:
+			if he, ok := r.(*gojq.HaltError); ok && he.Value() == nil {
+				return dst, nil // halt: stop without an error
+			}
+			return dst[:orig], &JQError{Err: r}
+		case string:
+			if escape {
+				dst = appendEscaped(dst, r)
+			} else {
+				dst = append(dst, r...)
+			}
+		default:
+			start := len(dst)
+			b, err := gojq.Marshal(r)
+			if err != nil {
+				return dst[:orig], &JQError{Err: err}
+			}
+			dst = append(dst, b...)
+			dst = append(dst[:start], InertJSON(dst[start:])...)
+		}
+		dst = append(dst, '\n')
+	}
+}
+
+// Truthy runs q on v and reports whether its first result is neither false nor null
+// (jq's select keeps such an input). No result at all is false.
+func (q *JQ) Truthy(v any) (bool, error) {
+	iter := q.code.Run(v)
+	r, ok := iter.Next()
+	if !ok {
+		return false, nil
+	}
+	switch r := r.(type) {
+	case error:
+		return false, &JQError{Err: r}
+	case nil:
+		return false, nil
+	case bool:
+		return r, nil
+	}
+	return true, nil
+}
+
+// DocumentValue is the JSON document b as a jq value; numbers keep their digits
+// (json.Number), so an id too long for a float64 is not rounded.
+func DocumentValue(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+// MessageValue is m as a jq value, in the shape -o json writes it: topic, partition,
+// offset, key (base64 with key_encoding when it is not text), payload, its
+// payload_encoding when the node sent one, timestamp and receipt_handle when set. A
+// JSON payload is its value (decoded once, here), a text payload its text, a binary
+// one the node's base64 string. A JSON payload that -o json writes base64 to keep
+// its record on one line (it spans lines) is its value here all the same: jq reads
+// the value, not the line.
+func MessageValue(m *client.Message) (map[string]any, error) {
+	if m == nil {
+		return nil, errors.New("no message")
+	}
+	raw := trimJSONSpace([]byte(m.Payload))
+	if len(raw) == 0 {
+		return nil, client.ErrNoPayload
+	}
+	payload, err := decodeJSONValue(raw)
+	if err != nil {
+		return nil, errInvalidPayloadJSON
+	}
+	v := make(map[string]any, 8)
+	v["topic"] = m.Topic
+	v["partition"] = m.Partition
+	v["offset"] = int(m.Offset)
+	if m.Key != nil {
+		switch {
+		case m.KeyEncoding == "" && !utf8.ValidString(*m.Key):
+			v["key"] = base64.StdEncoding.EncodeToString([]byte(*m.Key))
+			v["key_encoding"] = client.EncodingBase64
+		default:
+			v["key"] = *m.Key
+			if m.KeyEncoding != "" {
+				v["key_encoding"] = m.KeyEncoding
+			}
+		}
+	}
+	if m.PayloadEncoding != "" {
+		if _, ok := payload.(string); !ok {
+			return nil, fmt.Errorf("payload_encoding %q on a payload that is not a JSON string", m.PayloadEncoding)
+		}
+		v["payload_encoding"] = m.PayloadEncoding
+	}
+	v["payload"] = payload
+	v["timestamp"] = int(m.Timestamp)
+	if m.ReceiptHandle != "" {
+		v["receipt_handle"] = m.ReceiptHandle
+	}
+	return v, nil
+}
+
+// decodeJSONValue decodes one JSON value, numbers as json.Number. A plain string (no
+// escapes), the usual text payload, skips the decoder.
+func decodeJSONValue(raw []byte) (any, error) {
+	if s, ok := plainString(raw); ok {
+		return s, nil
+	}
+	return DocumentValue(raw)
+}
+
+// plainString is the JSON string q's text when it holds no escapes and is valid UTF-8.
+func plainString(q []byte) (string, bool) {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
+		return "", false
+	}
+	s := q[1 : len(q)-1]
+	if bytes.IndexByte(s, '\\') >= 0 || bytes.IndexByte(s, '"') >= 0 || !utf8.Valid(s) {
+		return "", false
+	}
+	for _, c := range s {
+		if c < 0x20 {
+			return "", false // not valid JSON: let the decoder say so
+		}
+	}
+	return string(s), true
+}
+
+// appendJQ appends what the expression makes of m.
+func (r *Renderer) appendJQ(dst []byte, m *client.Message) ([]byte, error) {
+	v, err := MessageValue(m)
+	if err != nil {
+		return dst, err
+	}
+	return r.jq.AppendResults(dst, v, r.jqEscape)
+}

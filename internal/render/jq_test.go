@@ -1,0 +1,111 @@
+package render
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/narad/narad/internal/client"
+)
+
+func mustJQ(t *testing.T, src string) *JQ {
+	t.Helper()
+	q, err := CompileJQ(src)
+	if err != nil {
+		t.Fatalf("CompileJQ(%q): %v", src, err)
+	}
+	return q
+}
+
+func jqLines(t *testing.T, src string, m *client.Message, escape bool) string {
+	t.Helper()
+	r, err := New(Options{Format: JSON, JQ: mustJQ(t, src), EscapeJQ: escape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Append([]byte("before|"), m)
+	if err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	return string(out)
+}
+
+// The value a --jq sees has -o json's fields and encodings.
+func TestJQMessageValue(t *testing.T) {
+	bin := &client.Message{Topic: "t", Partition: 1, Offset: 7, Payload: json.RawMessage(`"iVBORw=="`),
+		PayloadEncoding: "base64", Key: ptr("\xff\x00"), Timestamp: 5}
+	pretty := &client.Message{Topic: "t", Payload: json.RawMessage("{\n  \"a\": 1\n}")}
+	for _, tc := range []struct {
+		name, expr string
+		m          *client.Message
+		want       string
+	}{
+		{"object field", ".payload.order_id", seedMsg(), "ord_123\n"},
+		{"number", ".payload.amount", seedMsg(), "4999\n"},
+		{"envelope", "[.topic, .partition, .offset, .key, .timestamp, .receipt_handle]", seedMsg(),
+			`["orders",4,0,"customer-42",1790623277,"4:0:3327358780392153864"]` + "\n"},
+		{"text payload", ".payload", &client.Message{Payload: json.RawMessage(`"a\"b"`)}, "a\"b\n"},
+		{"binary payload", "[.payload, .payload_encoding, .key, .key_encoding] | join(\" \")", bin, "iVBORw== base64 /wA= base64\n"},
+		{"no key", "has(\"key\"), has(\"receipt_handle\")", bin, "true\nfalse\n"},
+		{"pretty JSON payload is its value", ".payload.a", pretty, "1\n"},
+		{"big number keeps its digits", ".payload", &client.Message{Payload: json.RawMessage(`123456789012345678901234567890`)}, "123456789012345678901234567890\n"},
+		{"no result", "empty", seedMsg(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := jqLines(t, tc.expr, tc.m, false); got != "before|"+tc.want {
+				t.Errorf("got %q, want %q", got, "before|"+tc.want)
+			}
+		})
+	}
+}
+
+// Strings are raw off a terminal and escaped on one; JSON results never carry a raw
+// C1 control.
+func TestJQOutputIsInert(t *testing.T) {
+	m := &client.Message{Payload: json.RawMessage(`"\u001b]0;owned\u0007 \u009b"`)}
+	if got := jqLines(t, ".payload", m, false); got != "before|\x1b]0;owned\x07 \u009b\n" {
+		t.Errorf("raw: %q", got)
+	}
+	if got := jqLines(t, ".payload", m, true); got != `before|\x1b]0;owned\x07 \u009b`+"\n" {
+		t.Errorf("terminal: %q", got)
+	}
+	if got := jqLines(t, "[.payload]", m, false); got != `before|["\u001b]0;owned\u0007 \u009b"]`+"\n" {
+		t.Errorf("json: %q", got)
+	}
+}
+
+func TestJQErrors(t *testing.T) {
+	for _, src := range []string{"", "  ", ".[", "nope(1)", "]"} {
+		if _, err := CompileJQ(src); err == nil {
+			t.Errorf("CompileJQ(%q) compiled", src)
+		}
+	}
+	r, err := New(Options{Format: JSON, JQ: mustJQ(t, ".payload.a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Append([]byte("x"), &client.Message{Partition: 2, Offset: 3, Payload: json.RawMessage(`"text"`)})
+	var je *JQError
+	if !errors.As(err, &je) || string(out) != "x" {
+		t.Errorf("Append on a string: %q, %v; want a JQError and nothing appended", out, err)
+	}
+	if _, err := New(Options{Format: Text, JQ: mustJQ(t, ".")}); err == nil {
+		t.Error("a jq expression was accepted with the text format")
+	}
+}
+
+func TestJQTruthy(t *testing.T) {
+	v, err := MessageValue(seedMsg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for src, want := range map[string]bool{
+		".payload.amount > 100": true, ".payload.amount > 10000": false, ".payload.nope": false,
+		"empty": false, ".payload.order_id": true, "false, true": false, "0": true,
+	} {
+		got, err := mustJQ(t, src).Truthy(v)
+		if err != nil || got != want {
+			t.Errorf("Truthy(%q) = %v, %v; want %v", src, got, err, want)
+		}
+	}
+}
