@@ -85,9 +85,11 @@ func (d Delivery) LeaseLost() error {
 }
 
 // Extend renews the lease for a full visibility timeout. It is not a settlement; it
-// returns ErrLeaseGone on a 410, and ErrAlreadySettled once the delivery is settled.
+// returns ErrLeaseGone on a 410, and ErrAlreadySettled once the delivery is settled,
+// except while its ack is on its way: an ack being retried keeps its lease. A 410
+// then may only mean that the ack landed first; the ack's own answer says which.
 func (d Delivery) Extend(ctx context.Context) error {
-	if d.d.settled.Load() {
+	if d.d.settled.Load() && !d.d.s.beingAcked(d.d) {
 		return ErrAlreadySettled
 	}
 	s := d.d.s
@@ -189,8 +191,13 @@ type settler struct {
 	abandon context.Context
 	c       *counters
 
-	mu          sync.Mutex
-	open        map[*delivery]struct{}
+	mu   sync.Mutex
+	open map[*delivery]struct{}
+	// acking are deliveries whose ack is on its way, retries included: settled, so
+	// nothing else may settle them, but still held, so the keeper (and a handler's
+	// own Extend) keeps their leases until the ack has its answer. A 502/503 outage
+	// of acks would otherwise let every lease lapse and the node deliver again.
+	acking      map[*delivery]struct{}
 	busy        int           // settlement requests on their way
 	changed     chan struct{} // closed and replaced whenever a settlement ends
 	unconfirmed []Unconfirmed
@@ -217,6 +224,7 @@ func newSettler(ctx context.Context, src Source, o Options, c *counters) (*settl
 		lastTry: o.LastTry,
 		abandon: abandon,
 		open:    make(map[*delivery]struct{}),
+		acking:  make(map[*delivery]struct{}),
 		changed: make(chan struct{}),
 	}, cancel
 }
@@ -244,7 +252,7 @@ func (s *settler) wrap(msgs []client.Message) []Delivery {
 
 // claim makes d settled; false means it already was (a bug, counted).
 func (s *settler) claim(d *delivery) bool {
-	if len(s.claimAll([]*delivery{d}, false)) == 0 {
+	if len(s.claimAll([]*delivery{d}, false, false)) == 0 {
 		return false
 	}
 	s.ended(false)
@@ -253,8 +261,9 @@ func (s *settler) claim(d *delivery) bool {
 
 // claimAll settles what it can of ds (a delivery settled already is a bug, counted)
 // and returns the ones it claimed. With sending, those count as on their way in the
-// same step, so that the run never looks idle between the two.
-func (s *settler) claimAll(ds []*delivery, sending bool) []*delivery {
+// same step, so that the run never looks idle between the two. With acking, they stay
+// held (see settler.acking) until doneAcking.
+func (s *settler) claimAll(ds []*delivery, sending, acking bool) []*delivery {
 	claimed := make([]*delivery, 0, len(ds))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,6 +279,9 @@ func (s *settler) claimAll(ds []*delivery, sending bool) []*delivery {
 		claimed = append(claimed, d)
 		if !s.noAck {
 			delete(s.open, d)
+			if acking {
+				s.acking[d] = struct{}{}
+			}
 		}
 	}
 	if sending && len(claimed) > 0 {
@@ -334,7 +346,7 @@ func (s *settler) requestContext() (context.Context, context.CancelFunc) {
 func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 	var first error
 	sending := !s.noAck
-	claimed := s.claimAll(ds, sending)
+	claimed := s.claimAll(ds, sending, sending && a == client.Ack)
 	if len(claimed) < len(ds) {
 		first = ErrAlreadySettled
 	}
@@ -364,6 +376,9 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 	ctx, cancel := s.requestContext()
 	defer cancel()
 	res, err := s.src.Settle(ctx, s.topic, a, handles)
+	if a == client.Ack {
+		s.doneAcking(claimed)
+	}
 	var lost []Unconfirmed
 	for i, d := range claimed {
 		if i >= len(res) || res[i].Unconfirmed() {
@@ -411,6 +426,23 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 		s.mu.Unlock()
 	}
 	return first
+}
+
+// doneAcking stops keeping the leases of ds: their ack has its answer (or was given up).
+func (s *settler) doneAcking(ds []*delivery) {
+	s.mu.Lock()
+	for _, d := range ds {
+		delete(s.acking, d)
+	}
+	s.mu.Unlock()
+}
+
+// beingAcked reports whether d's ack is on its way.
+func (s *settler) beingAcked(d *delivery) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.acking[d]
+	return ok
 }
 
 func resultError(a client.Action, r client.SettleResult) error {

@@ -24,7 +24,8 @@ const (
 	keepUnknown = time.Second
 )
 
-// keeper extends the leases of a run's held messages (settler.open) until the run ends.
+// keeper extends the leases of a run's held messages (settler.open, and settler.acking:
+// those whose ack is on its way, retries included) until the run ends.
 type keeper struct {
 	s       *settler
 	leaseOf func(context.Context) (time.Duration, error)
@@ -90,7 +91,8 @@ func (k *keeper) tick(ctx context.Context) {
 		case 410:
 			// The lease lapsed (or an ack landed first): if the message is still held, it
 			// is someone else's now. It is counted lease_lost, and whatever settles it
-			// later sends nothing.
+			// later sends nothing. One whose ack is on its way is settled already, so
+			// lost leaves it alone: that ack's answer (204, or 410 as ack_gone) counts.
 			k.s.lost(due[i])
 		}
 		// Anything else is tried again at the next tick.
@@ -109,14 +111,17 @@ func (k *keeper) askLease(ctx context.Context) {
 	k.lease.Store(int64(d))
 }
 
-// heldSince returns the messages held whose lease was taken or extended at or before t.
+// heldSince returns the messages held (acks on their way included) whose lease was
+// taken or extended at or before t.
 func (s *settler) heldSince(t int64) []*delivery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ds []*delivery
-	for d := range s.open {
-		if d.renewed <= t {
-			ds = append(ds, d)
+	for _, set := range [...]map[*delivery]struct{}{s.open, s.acking} {
+		for d := range set {
+			if d.renewed <= t {
+				ds = append(ds, d)
+			}
 		}
 	}
 	return ds

@@ -140,3 +140,54 @@ func TestKeepLeaseLost(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepWhileAckRetried: lines written and acked keep their leases while the ack is
+// on its way (a 502/503 outage makes the client retry it for up to its budget): every
+// one is extended until the ack has its answer, and an extend answered 410 meanwhile
+// (the ack landed first) is no lost lease.
+func TestKeepWhileAckRetried(t *testing.T) {
+	for _, extend := range []int{204, 410} {
+		t.Run(fmt.Sprintf("extend %d", extend), func(t *testing.T) {
+			src := consumertest.New()
+			src.Add("t", 150)
+			outage := make(chan struct{})
+			src.Status = func(a client.Action, h string) int {
+				switch a {
+				case client.Ack:
+					<-outage
+				case client.Extend:
+					return extend
+				}
+				return 204
+			}
+			done := runAsync(t, context.Background(), src, consumer.NewPrinter(io.Discard, lines{}),
+				consumer.Options{Count: 150, Lease: leaseOf(30 * time.Millisecond)})
+			waitFor(t, "every line's ack on its way, and every one extended twice since", func() bool {
+				if len(src.Handles(client.Ack)) < 150 {
+					return false
+				}
+				n := map[string]int{}
+				for _, h := range src.Handles(client.Extend) {
+					n[h]++
+				}
+				if len(n) < 150 {
+					return false
+				}
+				for _, c := range n {
+					if c < 2 && extend == 204 {
+						return false
+					}
+				}
+				return true
+			})
+			close(outage)
+			res := await(t, done, "the run")
+			if st := res.Stats; st.Acked != 150 || st.LeaseLost != 0 || st.AckGone != 0 || st.Nacked != 0 || st.Bugs != 0 {
+				t.Errorf("stats %+v", st)
+			}
+			if res.Outcome() != consumer.OutcomeOK {
+				t.Errorf("outcome %v", res.Outcome())
+			}
+		})
+	}
+}

@@ -11,8 +11,8 @@ const ackBatchMax = 100
 // acker gathers the acks of commands that finish close together into one batch
 // settlement: with many short commands, one ack request per message cost the node
 // and us more than the commands did. The first ack of a batch waits at most window
-// for others; a full batch goes at once. The caller's lease is already stopped, and
-// window is a small part of it (see New), so the wait cannot cost the lease.
+// for others; a full batch goes at once. The caller's lease is still kept (and window
+// is a small part of it, see New), until the batch has its answer.
 // T is consumer.Delivery; a test uses its own.
 type acker[T any] struct {
 	window time.Duration

@@ -327,8 +327,10 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 		// it or answers 410 (ack_gone), and either is better than doing it again.
 		done()
 		s.attempts.forget(key)
-		lease.stop()
+		// The lease is kept until the ack has its answer: an ack retried through a
+		// 502/503 outage must not let the node deliver the message again meanwhile.
 		s.acker.ack(d)
+		lease.stop()
 		return
 	case r.end == leaseLost || lease.isLost():
 		done()
@@ -360,7 +362,6 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 		err := s.deadLetter(ctx, m)
 		if err == nil {
 			done()
-			lease.stop()
 			if lease.isLost() {
 				// The copy is made but the original may come again (and be copied again).
 				s.letGo(ctx, d, lease, r)
@@ -368,7 +369,9 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 			}
 			s.attempts.forget(key)
 			s.out.notice(ctx, m, fmt.Sprintf("%s: produced to %s and acked (%s)%s", r.describe(), s.o.DeadLetter, attempt, r.tailText()))
+			// As for an ack above, the lease is kept while this one is retried.
 			_ = d.DeadLettered(why)
+			lease.stop()
 			return
 		}
 		verdict = fmt.Sprintf("cannot produce to %s (%v): nacked", s.o.DeadLetter, err)

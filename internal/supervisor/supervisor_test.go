@@ -696,3 +696,63 @@ func TestHardStopKillsGrandchildrenToo(t *testing.T) {
 		t.Errorf("nacked %v, reason %v", got, r.Reason)
 	}
 }
+
+// TestLeaseIsKeptWhileTheAckIsRetried: a command that succeeded keeps its message's
+// lease until the ack has its answer, however long a 502/503 outage makes the client
+// retry it; an extend answered 410 meanwhile (the ack landed first) loses nothing.
+func TestLeaseIsKeptWhileTheAckIsRetried(t *testing.T) {
+	t.Parallel()
+	for _, extend := range []int{204, 410} {
+		t.Run(strconv.Itoa(extend), func(t *testing.T) {
+			t.Parallel()
+			src := consumertest.New()
+			src.Push(msg("m", "exit 0"))
+			outage := make(chan struct{})
+			src.Status = func(a client.Action, h string) int {
+				switch a {
+				case client.Ack:
+					<-outage
+				case client.Extend:
+					return extend
+				}
+				return 204
+			}
+			o := opts("script")
+			o.Lease = 90 * time.Millisecond
+			var stderr lockedBuffer
+			o.Stderr = &stderr
+			done := make(chan runResult, 1)
+			go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Count: 1}) }()
+			want := 3
+			if extend == 410 {
+				want = 1 // the keeper stops at a 410
+			}
+			waitFor(t, "extends while the ack is on its way", func() bool {
+				var acked bool
+				n := 0
+				for _, s := range src.Settles() {
+					switch s.Action {
+					case client.Ack:
+						acked = true
+					case client.Extend:
+						if acked {
+							n++
+						}
+					}
+				}
+				return n >= want
+			})
+			close(outage)
+			r := <-done
+			if r.err != nil || r.Stats.Acked != 1 || r.Stats.LeaseLost != 0 || r.Stats.AckGone != 0 || r.Stats.Bugs != 0 {
+				t.Errorf("err %v, stats %+v", r.err, r.Stats)
+			}
+			if r.Outcome() != consumer.OutcomeOK {
+				t.Errorf("outcome %v", r.Outcome())
+			}
+			if got := stderr.String(); got != "" {
+				t.Errorf("stderr %q", got)
+			}
+		})
+	}
+}
