@@ -505,6 +505,28 @@ func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
 	return nil
 }
 
+// readAnswer reads the answer to a prompt: a line of stdin, or nothing once a signal
+// came first (interrupted). A terminal in cooked mode hands over nothing before Enter,
+// so the read goes on in the background, left blocked for a process about to exit.
+func readAnswer(f *Factory) (line string, interrupted bool, err error) {
+	type answer struct {
+		line string
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(f.IO.In).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	select {
+	case a := <-got:
+		return a.line, false, a.err
+	case <-f.Signals.Soft:
+	case <-f.Signals.Hard.Done():
+	}
+	return "", true, nil
+}
+
 // confirm asks on the terminal before something destructive: the answer must be want
 // ("y" also takes "yes", any case), else the command fails without doing it. Without a
 // terminal on stdin it refuses outright: a script must say --yes.
@@ -516,7 +538,13 @@ func confirm(f *Factory, what, prompt, want string) error {
 		prompt += " [y/N]"
 	}
 	fmt.Fprint(f.IO.ErrOut, prompt+" ")
-	line, err := bufio.NewReader(f.IO.In).ReadString('\n')
+	line, interrupted, err := readAnswer(f)
+	if interrupted {
+		// The terminal stays as it was (cooked, echoing: nothing of ours to undo); the
+		// line after the ^C keeps the shell's prompt off ours. Exit 130/143 (finish).
+		fmt.Fprintln(f.IO.ErrOut)
+		return exitWith(ExitFailed, fmt.Errorf("did not %s (interrupted)", what))
+	}
 	answer := strings.TrimSpace(line)
 	ok := answer == want
 	if want == "y" {
