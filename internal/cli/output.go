@@ -39,7 +39,7 @@ var outputFlagNames = []string{"output", "template", "delimiter", "utc", "unsafe
 func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.format, "output", "o", "text", "output format: text, json or raw")
-	fl.StringVar(&o.template, "template", "", "Go template per message, e.g. '{{.Partition}} {{.Key}} {{.Payload}}'")
+	fl.StringVar(&o.template, "template", "", "Go template per message, e.g. '{{.Partition}} {{.Key}} {{.Payload}}'; '{{.Payload.order_id}}' reads a field of a JSON payload")
 	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload ('' for none)")
 	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time")
 	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")

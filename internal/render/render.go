@@ -87,14 +87,17 @@ type Options struct {
 // Renderer turns messages into output records. Its state is fixed by New, so one
 // Renderer may be used from several goroutines at once.
 type Renderer struct {
-	format   Format
-	loc      *time.Location
-	delim    []byte
-	tmpl     *template.Template
-	tmplNL   bool // the template source already ends in a newline
-	escRaw   bool
-	jq       *JQ
-	jqEscape bool
+	format Format
+	loc    *time.Location
+	delim  []byte
+	tmpl   *template.Template
+	tmplNL bool // the template source already ends in a newline
+	// tmplFields: the template reads fields of the payload (.Payload.order_id), so
+	// each JSON payload is decoded for it.
+	tmplFields bool
+	escRaw     bool
+	jq         *JQ
+	jqEscape   bool
 	// tag, key and clock wrap the styled parts of a colour text line.
 	tag, key, clock affix
 }
@@ -151,10 +154,13 @@ func New(o Options) (*Renderer, error) {
 		if err != nil {
 			return nil, templateErr(err)
 		}
+		r.tmplFields = payloadText(t)
 		// text/template finds an unknown field only when it runs. Running it once here
 		// on a sample message makes a typo a usage error before anything is consumed,
 		// instead of a failure on every message, each of which would be given back.
-		if err := t.Execute(io.Discard, sampleData()); err != nil {
+		// The sample's payload has only its own fields: what a template does with
+		// others (index .Payload.items 1) is left to the messages that have them.
+		if err := t.Execute(io.Discard, sampleData()); err != nil && !(r.tmplFields && strings.Contains(err.Error(), ".Payload.")) {
 			return nil, templateErr(err)
 		}
 		r.tmpl = t

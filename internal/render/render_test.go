@@ -490,7 +490,6 @@ func TestNewErrors(t *testing.T) {
 func TestTemplateErrorsNameNoGoTypes(t *testing.T) {
 	for tmpl, want := range map[string]string{
 		"{{.Nope}}":           "<.Nope> (line 1, column 2): can't evaluate field Nope in a message",
-		"{{.Payload.X}}":      "<.Payload.X> (line 1, column 10): can't evaluate field X in text",
 		"{{.Offset.X}}":       "<.Offset.X> (line 1, column 9): can't evaluate field X in a number",
 		"a\n{{.Partition.X}}": "<.Partition.X> (line 2, column 12): can't evaluate field X in a number",
 		"{{.Time.X}}":         "<.Time.X> (line 1, column 7): can't evaluate field X in a time",

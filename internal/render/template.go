@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"reflect"
 	"regexp"
 	"strings"
@@ -19,21 +20,27 @@ type templateData struct {
 	Offset    int64
 	// Key is empty when the message has none.
 	Key string
-	// Payload is the text format's payload, except that a binary payload is its escaped
-	// bytes instead of a summary: a template asks for the content.
-	Payload       string
+	// Payload is, for a JSON object payload, its fields: {{.Payload.order_id}}. Where
+	// a template writes .Payload itself (printed, or handed to a function), it reads
+	// PayloadText instead (see payloadText): so {{.Payload}} is what it always was.
+	Payload       any
 	Timestamp     int64
 	Time          time.Time
 	ReceiptHandle string
+	// PayloadText is the text format's payload, except that a binary payload is its
+	// escaped bytes instead of a summary: a template asks for the content.
+	PayloadText string `template:"-"`
 }
 
 // TemplateFields lists what a template can use (".Topic .Partition ..."), for help
 // and errors; read from templateData so that it cannot fall behind.
 func TemplateFields() string {
 	t := reflect.TypeFor[templateData]()
-	names := make([]string, t.NumField())
-	for i := range names {
-		names[i] = "." + t.Field(i).Name
+	var names []string
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("template") != "-" {
+			names = append(names, "."+f.Name)
+		}
 	}
 	return strings.Join(names, " ")
 }
@@ -45,7 +52,8 @@ func sampleData() templateData {
 		Partition:     4,
 		Offset:        0,
 		Key:           "customer-42",
-		Payload:       `{"order_id": "ord_123", "amount": 4999}`,
+		Payload:       jsonObject{"order_id": "ord_123", "amount": json.Number("4999")},
+		PayloadText:   `{"order_id": "ord_123", "amount": 4999}`,
 		Timestamp:     1790623277,
 		Time:          time.Unix(1790623277, 0).UTC(),
 		ReceiptHandle: "4:0:3327358780392153864",
@@ -78,7 +86,11 @@ func (r *Renderer) appendTemplate(dst []byte, m *client.Message) ([]byte, error)
 	if err != nil {
 		return dst, err
 	}
-	d.Payload = string(pb)
+	d.PayloadText = string(pb)
+	d.Payload = d.PayloadText
+	if r.tmplFields {
+		d.Payload = payloadFields(m, d.PayloadText)
+	}
 
 	w := sliceWriter(dst)
 	if err := r.tmpl.Execute(&w, d); err != nil {
@@ -113,6 +125,11 @@ var templatePlace = sync.OnceValue(func() *regexp.Regexp {
 // templateKinds names the values a template sees by what they are to its writer.
 var templateKinds = strings.NewReplacer(
 	" in type render.templateData", " in a message",
+	" in type interface {}", " in a value that is not a JSON object",
+	" in type render.jsonObject", " in a JSON object",
+	" in type render.jsonArray", " in a JSON array",
+	" in type json.Number", " in a number",
+	" in type bool", " in true or false",
 	" in type string", " in text",
 	" in type int64", " in a number",
 	" in type int", " in a number",

@@ -1,0 +1,53 @@
+package render
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/narad/narad/internal/client"
+)
+
+// A template reads a JSON payload's fields, while .Payload alone prints what it
+// always printed.
+func TestTemplatePayloadFields(t *testing.T) {
+	order := &client.Message{Topic: "t", Payload: json.RawMessage(
+		`{"order_id": "ord_7", "amount": 12345678901234567890, "customer": {"name": "Ana"}, "items": ["a", "b"], "note": "\u001b[2J"}`)}
+	text := &client.Message{Topic: "t", Payload: json.RawMessage(`"hello"`)}
+	for _, tc := range []struct {
+		name, tmpl string
+		m          *client.Message
+		want       string
+	}{
+		{"field", "{{.Payload.order_id}}", seedMsg(), "ord_123\n"},
+		{"payload alone as before", "{{.Payload}}", seedMsg(), `{"order_id": "ord_123", "amount": 4999}` + "\n"},
+		{"both", "{{.Payload.order_id}} {{.Payload}}", seedMsg(), `ord_123 {"order_id": "ord_123", "amount": 4999}` + "\n"},
+		{"a function of the payload as before", "{{slice .Payload 0 5}}", seedMsg(), `{"ord` + "\n"},
+		{"nested", "{{.Payload.customer.name}}", order, "Ana\n"},
+		{"number keeps its digits", "{{.Payload.amount}}", order, "12345678901234567890\n"},
+		{"object printed as JSON", "{{.Payload.customer}}", order, `{"name":"Ana"}` + "\n"},
+		{"array", "{{index .Payload.items 1}} {{range .Payload.items}}<{{.}}>{{end}}", order, "b <a><b>\n"},
+		{"escaped", "{{.Payload.note}}", order, `\x1b[2J` + "\n"},
+		{"from a range", "{{range .Payload.items}}{{$.Payload.order_id}}{{end}}", order, "ord_7ord_7\n"},
+		{"missing field", "{{.Payload.nope}}", order, "<no value>\n"},
+		{"text payload alone", "{{.Payload}}", text, "hello\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustNew(t, Options{Format: Template, Template: tc.tmpl})
+			out, err := r.Append(nil, tc.m)
+			if err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+			if string(out) != tc.want {
+				t.Errorf("got %q, want %q", out, tc.want)
+			}
+		})
+	}
+
+	// A field of a payload that is not a JSON object is an error naming what it is.
+	r := mustNew(t, Options{Format: Template, Template: "{{.Payload.order_id}}"})
+	if out, err := r.Append(nil, text); err == nil {
+		t.Errorf("a field of a text payload: %q, want an error", out)
+	} else if got := err.Error(); got != "message p0 @0: <.Payload.order_id> (line 1, column 10): can't evaluate field order_id in a value that is not a JSON object" {
+		t.Errorf("error %q", got)
+	}
+}
