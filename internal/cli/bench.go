@@ -47,7 +47,7 @@ func benchCmd(f *Factory, run func(*Factory, *BenchOptions) error) *cobra.Comman
 	var size, payload string
 	cmd := &cobra.Command{
 		Use:   "bench TOPIC",
-		Short: "Measure produce (and consume+ack) throughput and latency on a topic",
+		Short: "Measure produce (and consume+ack) throughput and latency",
 		Long: `Measure throughput and latency from this machine: produce --count messages
 of --size bytes into TOPIC with --concurrency requests in flight, and with
 --consume then consume and ack until nothing is left to take. bench runs the
@@ -83,7 +83,8 @@ node refused, unknown messages whose request got no clear answer; left is
 produced messages not consumed (another consumer took them, or they are still
 leased).`,
 		Example: `  narad bench bench-scratch --create --delete --consume
-  narad bench orders-load --count 100000 --size 1KiB -j 32 --consume -o json`,
+  narad bench orders-load --count 100000 --size 1KiB -j 32 --consume \\
+    -o json`,
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]

@@ -18,7 +18,7 @@ import (
 func newClusterCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "cluster",
-		Short:   "Inspect cluster members and partition moves; decommission a node (admin)",
+		Short:   "Cluster members and partition moves; decommission a node (admin)",
 		Example: "  narad cluster members\n  narad cluster decommission node-3 --dry-run\n  narad cluster moves",
 		Args:    exactArgs(0, "a subcommand: members, moves or decommission"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -43,9 +43,12 @@ func clusterMembersCmd(f *Factory, run func(*Factory, *ClusterListOptions) error
 		Short: "List the cluster's nodes",
 		Long: "List the cluster's nodes: id, address, status, whether draining, partitions owned\n" +
 			"and partitions moving away. A single node lists itself.\n" +
-			"With -o json: {\"members\":[{\"id\",\"addr\",\"status\",\"draining\",\"owned_partitions\",\"outbound_moves\"}]}.",
-		Example: "  narad cluster members\n  narad cluster members -o json | jq -r '.members[] | select(.status != \"alive\") | .id'",
-		Args:    exactArgs(0, "no arguments"),
+			"With -o json: {\"members\":[{\"id\", \"addr\", \"status\", \"draining\",\n" +
+			"\"owned_partitions\", \"outbound_moves\"}]}.",
+		Example: "  narad cluster members\n" +
+			"  narad cluster members -o json |\n" +
+			"    jq -r '.members[] | select(.status != \"alive\") | .id'",
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -96,7 +99,8 @@ func clusterMovesCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) 
 		Long: "List the partitions moving between nodes: topic, partition, from, to.\n" +
 			"With -o json: {\"moves\":[{\"topic\",\"partition\",\"from\",\"to\"}]}.",
 		Example: "  # Wait until a decommission has moved every partition away\n" +
-			"  while [ \"$(narad cluster moves -o json | jq '.moves | length')\" -gt 0 ]; do sleep 5; done",
+			"  while [ \"$(narad cluster moves -o json | jq '.moves | length')\" -gt 0 ]\n" +
+			"  do sleep 5; done",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
@@ -157,7 +161,8 @@ func clusterDecommissionCmd(f *Factory, run func(*Factory, *ClusterDecommissionO
 			"with narad cluster moves). --dry-run asks the node what would happen and changes\n" +
 			"nothing; --cancel stops a decommission in progress. On a terminal it asks first;\n" +
 			"elsewhere it refuses unless --yes is given (--dry-run and --cancel never ask).\n" +
-			"With -o json: the node's verdict for --dry-run, else {\"id\":ID,\"decommission\":\"started\"|\"cancelled\"}.",
+			"With -o json: the node's verdict for --dry-run, else {\"id\":ID,\n" +
+			"\"decommission\":\"started\"|\"cancelled\"}.",
 		Example: "  narad cluster decommission node-3 --dry-run\n  narad cluster decommission node-3 --yes && narad cluster moves",
 		Args:    exactArgs(1, "one member id (see narad cluster members)"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -13,7 +13,8 @@ func newCompletionCmd(f *Factory) *cobra.Command {
 			"config. The bash script works with or without the bash-completion package.",
 		Example: "  # bash, for this shell, then for good\n" +
 			"  source <(narad completion bash)\n" +
-			"  narad completion bash > ~/.local/share/bash-completion/completions/narad\n\n" +
+			"  narad completion bash \\\n" +
+			"    > ~/.local/share/bash-completion/completions/narad\n\n" +
 			"  # zsh\n" +
 			"  narad completion zsh > \"${fpath[1]}/_narad\"\n\n" +
 			"  # fish\n" +

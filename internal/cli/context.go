@@ -24,7 +24,7 @@ func newContextCmd(f *Factory) *cobra.Command {
 			"sent only to its own server: with --server naming another, they are left out.\n" +
 			"Contexts live in the config file (--config), written with mode 0600.",
 		Example: "  narad context add local --server localhost:7942\n" +
-			"  narad context add prod --server https://narad.example.com --user app --password \"$NARAD_PASS\"\n" +
+			"  narad context add prod --server https://narad.example.com --user app\n" +
 			"  narad context use prod\n" +
 			"  narad --context local topic ls",
 		Args: exactArgs(0, "a subcommand: add, use, ls, show or rm"),
@@ -77,7 +77,7 @@ type contextAddOptions struct {
 func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *cobra.Command {
 	opts := &contextAddOptions{}
 	cmd := &cobra.Command{
-		Use:   "add NAME --server URL [--user U [--password-stdin]] [--ca-cert F] [--insecure]",
+		Use:   "add NAME --server URL [--user U [--password-stdin]] [flags]",
 		Short: "Save a context",
 		Long: "Save a connection under NAME, from the flags --server, --user, --password (or\n" +
 			"--password-stdin), --ca-cert and --insecure (the environment is not read). With\n" +
@@ -86,7 +86,9 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			"with --force.",
 		Example: "  narad context add local --server http://127.0.0.1:7942\n" +
 			"  narad context add prod --server https://narad.example.com --user app\n" +
-			"  pass show narad/app | narad context add prod --server https://narad.example.com --user app --password-stdin",
+			"  pass show narad/app |\n" +
+			"    narad context add prod --server https://narad.example.com \\\n" +
+			"    --user app --password-stdin",
 		Args: exactArgs(1, "a context name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]

@@ -30,7 +30,8 @@ func newDevCmd(f *Factory) *cobra.Command {
 			"Auth is off unless --user is given; a non-loopback --addr needs --user.",
 		Example: "  narad dev --topic orders:5\n\n" +
 			"  # Auth on: an app that may consume and produce orders, and an admin\n" +
-			"  narad dev --user app:s3cret:consume:orders*,produce:orders --user ops:pw:admin\n\n" +
+			"  narad dev --user app:s3cret:consume:orders*,produce:orders \\\n" +
+			"    --user ops:pw:admin\n\n" +
 			"  # Test a consumer against a flaky node\n" +
 			"  narad dev --fault ack=503:0.2 --fault latency=5ms\n\n" +
 			"  # In a CI job: in the background, on a port of its own, quiet\n" +
@@ -108,8 +109,11 @@ func devRun(f *Factory, opts *devOptions) error {
 	if len(cfg.Users) > 0 {
 		auth = fmt.Sprintf("on, %d users", len(cfg.Users))
 	}
-	fmt.Fprintf(f.IO.ErrOut, "narad dev: listening on %s (auth %s; topics: %s); Ctrl-C to stop\n",
-		b.URL(), auth, strings.Join(names, ", "))
+	topics := "no topics"
+	if len(names) > 0 {
+		topics = "topics: " + strings.Join(names, ", ")
+	}
+	notice(f, fmt.Sprintf("narad dev: listening on %s (Ctrl-C to stop)\n  auth %s; %s", b.URL(), auth, topics))
 
 	ctx, cancel := f.Context()
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,7 +81,117 @@ func genDocs(root *cobra.Command, dir string) error {
 	if err := doc.GenManTreeFromOpts(root, doc.GenManTreeOptions{Header: header, Path: man, CommandSeparator: "-"}); err != nil {
 		return err
 	}
+	if err := fixManTree(root, man); err != nil {
+		return err
+	}
 	return doc.GenMarkdownTree(root, reference)
+}
+
+// fixManTree rewrites each page cobra wrote: its lists are kept as written and its
+// SEE ALSO names every page a reader may want next.
+func fixManTree(c *cobra.Command, dir string) error {
+	if !c.IsAvailableCommand() && c.HasParent() {
+		return nil
+	}
+	path := filepath.Join(dir, manName(c)+".1")
+	page, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	page = []byte(seeAlso(c, description(c, string(page))))
+	if err := os.WriteFile(path, page, 0o644); err != nil {
+		return err
+	}
+	for _, sub := range c.Commands() {
+		if err := fixManTree(sub, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func manName(c *cobra.Command) string { return strings.ReplaceAll(c.CommandPath(), " ", "-") }
+
+// description writes the page's DESCRIPTION from the command's text itself, in
+// place of go-md2man's reading of it as Markdown: that filled every list (flags,
+// counters) into a paragraph and dropped the indent of its first line. Prose is
+// filled; each run of indented lines is kept as written (the help test keeps such
+// lines narrow enough for the page's indent).
+func description(c *cobra.Command, page string) string {
+	const head = ".SH DESCRIPTION\n"
+	i := strings.Index(page, head)
+	if i < 0 {
+		return page
+	}
+	j := strings.Index(page[i+len(head):], "\n.SH ")
+	if j < 0 {
+		return page
+	}
+	long := c.Long
+	if long == "" {
+		long = c.Short
+	}
+	var b strings.Builder
+	list := false
+	for _, l := range strings.Split(strings.TrimSpace(long), "\n") {
+		indented := strings.HasPrefix(l, " ")
+		switch {
+		case indented && !list:
+			b.WriteString(".nf\n")
+		case !indented && list:
+			b.WriteString(".fi\n")
+		}
+		list = indented
+		if l == "" {
+			b.WriteString(".PP\n")
+			continue
+		}
+		b.WriteString(roffLine(l) + "\n")
+	}
+	if list {
+		b.WriteString(".fi\n")
+	}
+	return page[:i+len(head)] + b.String() + "\n" + page[i+len(head)+j:]
+}
+
+// roffLine is l as text in a man page: backslashes doubled, and a line that would
+// read as a request (a leading . or ') made plain.
+func roffLine(l string) string {
+	l = strings.ReplaceAll(l, `\`, `\\`)
+	if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
+		l = `\&` + l
+	}
+	return l
+}
+
+// seeAlso replaces cobra's SEE ALSO, which names only the parent and the children,
+// with the parents up to narad, the siblings and the children.
+func seeAlso(c *cobra.Command, page string) string {
+	i := strings.Index(page, ".SH SEE ALSO\n")
+	if i < 0 {
+		return page
+	}
+	var names []string
+	for p := c.Parent(); p != nil; p = p.Parent() {
+		names = append(names, manName(p))
+	}
+	if c.HasParent() {
+		for _, s := range c.Parent().Commands() {
+			if s != c && s.IsAvailableCommand() {
+				names = append(names, manName(s))
+			}
+		}
+	}
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, manName(s))
+		}
+	}
+	refs := make([]string, len(names))
+	for j, n := range names {
+		refs[j] = `\fB` + n + `(1)\fP`
+	}
+	return page[:i] + ".SH SEE ALSO\n" + strings.Join(refs, ", ") + "\n"
 }
 
 func disableAutoGenTag(c *cobra.Command) {

@@ -129,17 +129,24 @@ func announce(f *Factory, format string, topic, server string) {
 	if !f.IO.IsStderrTTY() {
 		return
 	}
-	fmt.Fprintf(f.IO.ErrOut, format+" (Ctrl-C to stop)\n", render.Escape(topic), render.Escape(server))
+	notice(f, fmt.Sprintf(format+" (Ctrl-C to stop)", render.Escape(topic), render.Escape(server)))
+}
+
+// notice writes a line for a person on stderr, broken at spaces to the terminal's
+// width (80 columns off a terminal), continued lines indented: nothing narad says runs
+// past the edge of the terminal.
+func notice(f *Factory, line string) {
+	_, _ = io.WriteString(f.IO.ErrOut, render.Wrap(line, f.IO.StderrWidth(), "  ")+"\n")
 }
 
 // announceSub is sub's announce: what happens to each message printed.
 func announceSub(f *Factory, c *client.Client, topic string, acksWhenRead, noAck bool) {
-	what := "each message is acked once printed"
+	what := "acked once printed"
 	switch {
 	case noAck:
-		what = "messages are printed, not acked: their leases run out (--no-ack)"
+		what = "not acked (--no-ack)"
 	case acksWhenRead:
-		what = "each message is acked once the reader takes it from the pipe"
+		what = "acked once read"
 	}
 	announce(f, "consuming %s on %s: "+what, topic, c.BaseURL())
 }

@@ -53,11 +53,13 @@ Each MESSAGE argument is one message. Without arguments the messages come from
 --file F (the whole file is one message, byte for byte; - is stdin) or from stdin
 (all of it one message), unless:
 
-  --lines  each line is one message (a trailing \r is dropped, empty lines are skipped)
-  --json   each line is a message in the shape "narad sub -o json" prints; the payload
-           is decoded back to the bytes that were produced (base64 included) and its
-           key is kept unless --key is given; the partition is not kept (the target
-           may have other partitions), so pass --partition to pin one
+  --lines  each line is one message (a trailing \r is dropped, empty
+           lines are skipped)
+  --json   each line is a message in the shape "narad sub -o json"
+           prints; the payload is decoded back to the bytes that were
+           produced (base64 included) and its key is kept unless --key
+           is given; the partition is not kept (the target may have
+           other partitions), so pass --partition to pin one
 
 so "narad sub a -o json | narad produce b --json" copies messages exactly. Input is
 read as a stream: lines are sent while more are read.
@@ -82,16 +84,16 @@ abandons them: their messages are counted as unknown (they may have been stored)
 and the summary names those lines and any later ones stored all the same, which
 resuming sends again.`,
 		Example: `  # One message with a key (same key, same partition)
-  narad produce orders -k customer-42 '{"order_id": "ord_123", "amount": 4999}'
+  narad produce orders -k customer-42 '{"order_id": "o1", "amount": 49}'
 
   # A file as one message, byte for byte
   narad produce invoices --file invoice.pdf
 
-  # One message per line: a CSV export without its header, or jq's compact output
+  # One message per line: a CSV export without its header, or jq -c
   tail -n +2 orders.csv | narad produce orders --lines -j 8
   jq -c '.orders[]' export.json | narad produce orders --lines
 
-  # Copy a topic without consuming it: keys and binary payloads stay exact
+  # Copy a topic without consuming it: keys and binary payloads kept
   narad replay orders -o json | narad produce orders-copy --json`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {

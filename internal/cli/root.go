@@ -66,7 +66,8 @@ func Main(args []string) int {
 // Run executes one invocation against f and returns the exit code; it prints the
 // one fatal line itself so that no command ever prints a stack trace or usage dump.
 func Run(f *Factory, args []string) int {
-	if text, ok := quickHelp(args); ok {
+	// The texts are laid out for 80 columns: a terminal of another width gets cobra's.
+	if text, ok := quickHelp(args); ok && f.IO.StdoutWidth() == iostreams.DefaultWidth {
 		_, _ = io.WriteString(f.IO.Out, text) // as cobra's help, a closed output is no failure
 		return 0
 	}
@@ -222,7 +223,7 @@ func newRoot(f *Factory) *cobra.Command {
 			"  narad produce orders '{\"order_id\": \"ord_123\", \"amount\": 4999}'\n" +
 			"  narad sub orders --count 1\n\n" +
 			"  # Talk to a real node from now on\n" +
-			"  narad context add prod --server https://narad.example.com --user app --password \"$NARAD_PASS\"\n" +
+			"  narad context add prod --server https://narad.example.com --user app\n" +
 			"  narad topic ls",
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -253,6 +254,7 @@ func newRoot(f *Factory) *cobra.Command {
 	root.SetErr(f.IO.ErrOut)
 	root.SetIn(f.IO.In)
 	root.SetFlagErrorFunc(flagError)
+	wrapHelp(root, f.IO.StdoutWidth())
 
 	pf := root.PersistentFlags()
 	pf.StringVarP(&f.global.server, "server", "s", "", "node to talk to (env NARAD_ADDR; default from the context, else "+config.DefaultServer+")")
@@ -277,6 +279,23 @@ func newRoot(f *Factory) *cobra.Command {
 	root.SetHelpCommandGroupID("setup")
 	root.Flags().Bool("version", false, "print the version, as narad version does")
 	return root
+}
+
+// wrapHelp lays out the flags of every command's help for a terminal cols wide (80
+// columns off a terminal): each flag's text is wrapped beside its name, as cobra's
+// own template does not.
+// Its prose is reflowed to the width too; lists and examples are kept as written (a
+// test keeps them within 80 columns).
+func wrapHelp(root *cobra.Command, cols int) {
+	wrapped := fmt.Sprintf(".FlagUsagesWrapped %d", cols-1)
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages", wrapped))
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		long := c.Long
+		c.Long = render.Reflow(long, cols)
+		defer func() { c.Long = long }()
+		help(c, args)
+	})
 }
 
 // instant marks (in Annotations) a command that answers at once: it never waits on

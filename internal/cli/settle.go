@@ -62,7 +62,7 @@ var settleDoes = map[string]string{
 }
 
 var settleExamples = map[string]string{
-	"ack": "  # Settle one handle (from sub -o json, or $NARAD_RECEIPT_HANDLE in exec mode)\n" +
+	"ack": "  # Settle one handle (from sub -o json, or $NARAD_RECEIPT_HANDLE)\n" +
 		"  narad ack orders 4:0:3327358780392153864\n\n" +
 		"  # Take ten, look at them, then settle them\n" +
 		"  narad sub orders --no-ack --count 10 -o json > held.jsonl\n" +
@@ -73,7 +73,8 @@ var settleExamples = map[string]string{
 	"nack": "  # Give back at once what was taken but will not be handled\n" +
 		"  narad nack orders - < held.jsonl\n\n" +
 		"  # Look at the next message and give it straight back\n" +
-		"  narad sub orders --no-ack --count 1 -o json | tee next.json | narad nack orders -",
+		"  narad sub orders --no-ack --count 1 -o json | tee next.json |\n" +
+		"    narad nack orders -",
 }
 
 func settleCmd(f *Factory, name string, a client.Action, run func(*Factory, *settleOptions) error) *cobra.Command {

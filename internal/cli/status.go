@@ -48,14 +48,16 @@ func statusCmd(f *Factory, run func(*Factory, *StatusOptions) error) *cobra.Comm
 	opts := &StatusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [TOPIC...]",
-		Short: "Every topic at a glance: partitions, messages, size, in flight, lag",
+		Short: "Every topic at a glance: messages, size, in flight, lag",
 		Long: "Show every topic (or the topics named) at a glance: partitions, messages retained,\n" +
 			"bytes retained, and, where the node's /metrics is readable, messages in flight\n" +
 			"(leased, not yet acked) and lag (messages consumers can still take). A user with\n" +
 			"only consume grants sees what those grants allow; what cannot be read shows as -.\n" +
 			"With -o json: {\"topics\":[{\"name\",\"partitions\",\"messages_retained\",\"size_bytes\",\n" +
 			"\"in_flight\"?,\"lag\"?,\"partial\"?,\"error\"?}]}.",
-		Example: "  narad status\n  narad status orders payments -o json | jq '.topics[] | select(.lag > 10000) | .name'",
+		Example: "  narad status\n" +
+			"  narad status orders payments -o json |\n" +
+			"    jq '.topics[] | select(.lag > 10000) | .name'",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err

@@ -82,16 +82,19 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			"environment), extend the lease while it runs, ack on success and nack on failure." + execHelp,
 		Example: "  # Print and ack messages as they come (Ctrl-C to stop)\n" +
 			"  narad sub orders\n\n" +
-			"  # CI smoke check: exit 0 once a message arrived, 3 if none came within 30s\n" +
+			"  # CI smoke check: exit 0 once a message came, 3 if none within 30s\n" +
 			"  narad sub orders --count 1 --timeout 30s\n\n" +
 			"  # Payloads to jq, one JSON document a line\n" +
 			"  narad sub orders -o json | jq -r '.payload.order_id'\n\n" +
 			"  # Watch without taking anything, from the oldest message kept\n" +
 			"  narad sub orders --peek --from-beginning\n\n" +
-			"  # A worker: four commands at once, each message acked when its command exits 0\n" +
+			"  # A worker: four commands at once, a message acked when its command\n" +
+			"  # exits 0\n" +
 			"  narad sub orders -j 4 -- ./handle-order.sh\n\n" +
-			"  # The same worker under systemd (a unit's ExecStart=); SIGTERM lets running commands finish\n" +
-			"  ExecStart=/usr/local/bin/narad sub orders -j 4 --shutdown-grace 60s -- /opt/shop/handle-order",
+			"  # The same worker under systemd (a unit's ExecStart=); SIGTERM lets\n" +
+			"  # running commands finish\n" +
+			"  ExecStart=/usr/local/bin/narad sub orders -j 4 --shutdown-grace 60s \\\n" +
+			"      -- /opt/shop/handle-order",
 		Args: minArgs(1, "a topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
@@ -482,9 +485,11 @@ Counters (--stats):
   received       messages taken
   acked          acks the node confirmed
   nacked         messages given back
-  failed         commands that failed or could not start, and settlements never confirmed
+  failed         commands that failed or could not start, and
+                 settlements never confirmed
   timed_out      commands stopped after --max-processing-time
-  lease_lost     leases gone (410, or no extend confirmed for a whole lease): nothing settled
+  lease_lost     leases gone (410, or no extend confirmed for a whole
+                 lease): nothing settled
   ack_gone       acks answered 410: the message may be delivered again
   retries        settlement requests sent again (502, 503, no answer)
   bugs           second settlements of one message, refused
@@ -504,7 +509,7 @@ func peekRun(f *Factory, opts *SubOptions) error {
 		return err // before saying what it would do
 	}
 	if c, err := f.Client(); err == nil {
-		announce(f, "watching %s on %s: takes nothing, acks nothing", opts.Topic, c.BaseURL())
+		announce(f, "watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
 	}
 	return runReplay(f, opts.Output, ro, opts.Timeout)
 }

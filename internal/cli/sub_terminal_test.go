@@ -48,21 +48,21 @@ func runTTY(t *testing.T, stdoutTTY, stderrTTY bool, during func(*Signals), args
 func TestSubOnATerminalSaysWhatItDoes(t *testing.T) {
 	b := subBroker(t, "a", "b")
 	r := runTTY(t, true, true, nil, "sub", "t", "-s", b.URL(), "--count", "2", "-o", "raw")
-	want := "consuming t on " + b.URL() + ": each message is acked once printed (Ctrl-C to stop)\n" +
+	want := "consuming t on " + b.URL() + ": acked once printed (Ctrl-C to stop)\n" +
 		"received 2, acked 2\n"
 	if r.code != 0 || r.stderr != want {
 		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", r.code, r.stderr, want)
 	}
 	// --peek takes nothing, and says so.
 	r = runTTY(t, true, true, nil, "sub", "t", "-s", b.URL(), "--peek", "--from-beginning", "--count", "2")
-	if want := "watching t on " + b.URL() + ": takes nothing, acks nothing (Ctrl-C to stop)\n"; r.code != 0 || !strings.HasPrefix(r.stderr, want) {
+	if want := "watching t on " + b.URL() + ": takes nothing (Ctrl-C to stop)\n"; r.code != 0 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("peek: exit %d, stderr %q, want it to start with %q", r.code, r.stderr, want)
 	}
 	if _, _, err := b.Produce("t", "", []byte("c")); err != nil {
 		t.Fatal(err)
 	}
 	r = runTTY(t, true, true, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--no-ack")
-	if !strings.Contains(r.stderr, "messages are printed, not acked: their leases run out (--no-ack)") {
+	if !strings.Contains(r.stderr, ": not acked (--no-ack) (Ctrl-C to stop)") {
 		t.Errorf("--no-ack: stderr %q", r.stderr)
 	}
 }
@@ -157,5 +157,44 @@ func TestRawOnATerminalIsEscaped(t *testing.T) {
 	r = runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--unsafe-raw")
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "--unsafe-raw needs -o raw") {
 		t.Errorf("--unsafe-raw without -o raw: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// What sub and narad dev say on a terminal fits its width: at the default address a
+// line each within 80 columns; a topic name too long for one line is broken at spaces.
+func TestBannersFitTheTerminal(t *testing.T) {
+	b := subBroker(t, "a")
+	for _, args := range [][]string{
+		{"sub", "t", "--count", "1", "--no-ack"},
+		{"sub", "t", "--peek", "--from-beginning", "--count", "1"},
+	} {
+		r := runTTY(t, true, true, nil, append(args, "-s", b.URL())...)
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if w := len([]rune(l)); w > 80 {
+				t.Errorf("%q: line of %d columns: %q", args, w, l)
+			}
+		}
+	}
+	// The default address is the longest a local one gets: each banner fits as one line.
+	long := "http://127.0.0.1:7942"
+	for _, what := range []string{"acked once printed", "acked once read", "not acked (--no-ack)"} {
+		if line := "consuming orders on " + long + ": " + what + " (Ctrl-C to stop)"; len(line) > 80 {
+			t.Errorf("banner of %d columns: %q", len(line), line)
+		}
+	}
+}
+
+// The dev banner is two lines at most 80 wide, whatever the terminal does not say.
+func TestDevBannerFits(t *testing.T) {
+	ios, _, _, errOut := iostreams.Test()
+	f := &Factory{IO: ios, Getenv: func(string) string { return "" }, Now: time.Now, Signals: NewSignals()}
+	notice(f, "narad dev: listening on http://127.0.0.1:7942 (Ctrl-C to stop)\n  auth on, 2 users; topics: orders, payments, "+strings.Repeat("x", 30)+", invoices")
+	for _, l := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
+		if len(l) > 80 {
+			t.Errorf("line of %d columns: %q", len(l), l)
+		}
+	}
+	if n := strings.Count(errOut.String(), "\n"); n != 3 {
+		t.Errorf("%d lines, want 3 (the topics wrapped once):\n%s", n, errOut.String())
 	}
 }

@@ -21,9 +21,10 @@ import (
 func newTopicCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "List, inspect, create, edit and delete topics; manage fan-out children",
+		Short: "List, inspect, create, edit and delete topics; fan-out children",
 		Example: "  narad topic ls\n" +
-			"  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n" +
+			"  narad topic create orders --partitions 12 --visibility 1m \\\n" +
+			"    --retention 3d\n" +
 			"  narad topic info orders\n" +
 			"  narad topic edit orders --partitions 24\n" +
 			"  narad topic attach orders orders-audit\n" +
@@ -144,7 +145,8 @@ func topicInfoCmd(f *Factory, run func(*Factory, *topicInfoOptions) error) *cobr
 			"With -o json: the node's topic object, partition_stats included.",
 		Example: "  narad topic info orders\n\n" +
 			"  # The tail of each partition, for a script\n" +
-			"  narad topic info orders -o json | jq -c '.partition_stats[] | {index, high_watermark}'",
+			"  narad topic info orders -o json |\n" +
+			"    jq -c '.partition_stats[] | {index, high_watermark}'",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
@@ -256,7 +258,8 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 		Long: "Create a topic. Settings not given are the node's defaults.\n" +
 			"Durations are Go durations with a d for days allowed: 500ms, 30s, 1h30m, 7d.\n" +
 			"With -o json: the created topic as the node describes it.",
-		Example: "  narad topic create orders --partitions 12 --visibility 1m --retention 3d\n\n" +
+		Example: "  narad topic create orders --partitions 12 --visibility 1m \\\n" +
+			"    --retention 3d\n\n" +
 			"  # A scratch topic for one CI run, with the node's defaults\n" +
 			"  narad topic create \"ci-$BUILD_ID\"\n\n" +
 			"  # Fan-out: a copy of every new order, or each copy 5 minutes late\n" +

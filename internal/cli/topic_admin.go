@@ -41,20 +41,22 @@ func topicEditCmd(f *Factory, run func(*Factory, *TopicEditOptions) error) *cobr
 	)
 	cmd := &cobra.Command{
 		Use:   "edit TOPIC",
-		Short: "Change a topic's settings (partitions, retention, flow control, schema)",
+		Short: "Change a topic's settings (partitions, retention, limits, schema)",
 		Long: "Change a topic's settings. Only the flags given are sent; the node applies them one\n" +
 			"after another, so a refusal part way leaves the earlier ones applied.\n\n" +
-			"  --partitions N       grow to N partitions (never shrink)\n" +
-			"  --retention D        how long messages are kept (0 = the node's default)\n" +
-			"  --max-in-flight N    unacked messages a partition hands out at most (0 = default)\n" +
-			"  --max-acked-ahead N  acks held past the oldest unacked message (0 = default)\n" +
-			"  --schema FILE|-      a JSON Schema document, registered as a new version\n\n" +
+			"  --partitions N       grow to N partitions (never shrink; at most 108)\n" +
+			"  --retention D        how long messages are kept (0: node default)\n" +
+			"  --max-in-flight N    unacked messages a partition hands out at most\n" +
+			"  --max-acked-ahead N  acks held past the oldest unacked message\n" +
+			"  --schema FILE|-      a JSON Schema document, a new version\n" +
+			"A limit of 0 is the node's default.\n\n" +
 			"The visibility timeout cannot change once a topic exists: leases already handed out\n" +
 			"were cut to it. Create a new topic (and attach it as a child) to change it.\n" +
 			"With -o json: the topic as the node describes it after the change.",
 		Example: "  narad topic edit orders --partitions 12 --retention 3d\n" +
 			"  narad topic edit orders --schema orders-v2.json\n" +
-			"  jq '.properties.note = {\"type\":\"string\"}' v1.json | narad topic edit orders --schema -",
+			"  jq '.properties.note = {\"type\":\"string\"}' v1.json |\n" +
+			"    narad topic edit orders --schema -",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
@@ -212,18 +214,20 @@ func topicAttachCmd(f *Factory, run func(*Factory, *TopicAttachOptions) error) *
 	var delay string
 	cmd := &cobra.Command{
 		Use:   "attach PARENT CHILD",
-		Short: "Copy every new message of PARENT into CHILD (fan-out), optionally delayed",
+		Short: "Copy every new message of PARENT into CHILD (fan-out), maybe later",
 		Long: "Make CHILD a fan-out child of PARENT: from now on every message committed to PARENT\n" +
 			"is copied into CHILD (same key and payload; no backfill of older messages). With\n" +
 			"--delay D the copy arrives only D after the parent committed it: a delay child, into\n" +
 			"which nothing can be produced directly. Both topics must exist. The delay cannot\n" +
 			"change while attached: detach and attach again.\n" +
 			"With -o json: the parent topic as the node describes it after the attach.",
-		Example: "  # retry tiers: failures go to orders-retry-30s, which feeds a delayed topic\n" +
+		Example: "  # Retry tiers: failures go to orders-retry-30s, which feeds a delayed\n" +
+			"  # topic\n" +
 			"  narad topic create orders-retry-30s\n" +
 			"  narad topic create orders-retry-30s-run\n" +
 			"  narad topic attach orders-retry-30s orders-retry-30s-run --delay 30s\n" +
-			"  narad sub orders --max-attempts 3 --dead-letter orders-retry-30s -- ./handle.sh",
+			"  narad sub orders --max-attempts 3 --dead-letter orders-retry-30s \\\n" +
+			"    -- ./handle.sh",
 		Args: exactArgs(2, "a parent and a child topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Parent, opts.Child = args[0], args[1]
@@ -378,9 +382,12 @@ func topicChildrenCmd(f *Factory, run func(*Factory, *TopicChildrenOptions) erro
 		Short: "List a topic's fan-out children and how far behind each is",
 		Long: "List PARENT's fan-out children: name, delay, and lag (parent messages not yet\n" +
 			"copied). A lag marked \"+\" is a lower bound: some partition did not report.\n" +
-			"With -o json: {\"parent\":PARENT,\"children\":[{\"name\",\"delay_ms\",\"lag_messages\",\"lag_complete\"}]}.",
-		Example: "  narad topic children orders\n  narad topic children orders -o json | jq '.children[] | select(.lag_messages > 1000)'",
-		Args:    exactArgs(1, "one parent topic"),
+			"With -o json: {\"parent\":PARENT, \"children\":[{\"name\", \"delay_ms\",\n" +
+			"\"lag_messages\", \"lag_complete\"}]}.",
+		Example: "  narad topic children orders\n" +
+			"  narad topic children orders -o json |\n" +
+			"    jq '.children[] | select(.lag_messages > 1000)'",
+		Args: exactArgs(1, "one parent topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Parent = args[0]
 			if err := checkTextJSON(opts.Output); err != nil {

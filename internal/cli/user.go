@@ -221,7 +221,8 @@ func userAddCmd(f *Factory, run func(*Factory, *UserAddOptions) error) *cobra.Co
 			"the first line of stdin with --password-stdin. --grant is repeatable.\n" +
 			"With -o json: the user as the node describes it (never a password).",
 		Example: "  narad user add billing --grant consume:orders* --grant produce:invoices\n" +
-			"  vault read -field=pw secret/narad/ci | narad user add ci --grant produce:ci-* --password-stdin",
+			"  vault read -field=pw secret/narad/ci |\n" +
+			"    narad user add ci --grant produce:ci-* --password-stdin",
 		Args: exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
@@ -278,9 +279,13 @@ func userLsCmd(f *Factory, run func(*Factory, *UserLsOptions) error) *cobra.Comm
 		Aliases: []string{"list"},
 		Short:   "List users and their grants",
 		Long: "List users: name, grants, and whether the user is the root admin.\n" +
-			"With -o json: {\"users\":[{\"username\",\"grants\":[{\"action\",\"patterns\"}],\"root\",\"created_at_ms\",\"updated_at_ms\"}]}.",
-		Example: "  narad user ls\n  narad user ls -o json | jq -r '.users[] | select(any(.grants[]; .action == \"admin\")) | .username'",
-		Args:    exactArgs(0, "no arguments"),
+			"With -o json: {\"users\":[{\"username\", \"grants\":[{\"action\", \"patterns\"}],\n" +
+			"\"root\", \"created_at_ms\", \"updated_at_ms\"}]}.",
+		Example: "  narad user ls\n" +
+			"  narad user ls -o json |\n" +
+			"    jq -r '.users[] | select(any(.grants[].action; . == \"admin\"))' |\n" +
+			"    jq -r .username",
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -388,8 +393,9 @@ func userGrantCmd(f *Factory, run func(*Factory, *UserGrantOptions) error) *cobr
 		Long: "Replace every grant of a user with the --grant flags given (repeatable): grants not\n" +
 			"named are taken away. It says what was replaced. Only the root admin grants admin.\n" +
 			"With -o json: the user as the node describes it after the change.",
-		Example: "  narad user grant billing --grant consume:orders*,refunds --grant produce:invoices",
-		Args:    exactArgs(1, "one user name"),
+		Example: "  narad user grant billing --grant consume:orders*,refunds \\\n" +
+			"    --grant produce:invoices",
+		Args: exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if err := checkTextJSON(opts.Output); err != nil {

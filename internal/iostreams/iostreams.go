@@ -9,7 +9,12 @@ import (
 	"os"
 
 	"github.com/mattn/go-isatty"
+	"golang.org/x/term"
 )
+
+// DefaultWidth is the width narad writes for when the output is not a terminal, or a
+// terminal that does not say how wide it is: the classic 80 columns.
+const DefaultWidth = 80
 
 // IOStreams is the process's stdin, stdout and stderr plus their terminal facts.
 type IOStreams struct {
@@ -23,6 +28,11 @@ type IOStreams struct {
 	// colorMode is "auto", "always" or "never"; noColor records NO_COLOR.
 	colorMode string
 	noColor   bool
+	// outWidth and errWidth are the terminals' widths in columns, asked for only when
+	// something is laid out (0: not asked yet); width asks the system.
+	outWidth, errWidth int
+	width              func(f *os.File) int
+	outFile, errFile   *os.File
 }
 
 // System returns the streams of the running process.
@@ -36,7 +46,18 @@ func System() *IOStreams {
 		stderrTTY: isTerminal(os.Stderr),
 		colorMode: "auto",
 		noColor:   os.Getenv("NO_COLOR") != "",
+		width:     terminalWidth,
+		outFile:   os.Stdout,
+		errFile:   os.Stderr,
 	}
+}
+
+// terminalWidth is f's width in columns, or DefaultWidth when the system cannot say.
+func terminalWidth(f *os.File) int {
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	return DefaultWidth
 }
 
 func isTerminal(f *os.File) bool {
@@ -62,6 +83,34 @@ func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
 	s.stdinTTY, s.stdoutTTY, s.stderrTTY = stdin, stdout, stderr
 }
+
+// StdoutWidth is how wide stdout's lines may be: the terminal's width when stdout is
+// one, else DefaultWidth.
+func (s *IOStreams) StdoutWidth() int {
+	if s.outWidth == 0 {
+		s.outWidth = s.widthOf(s.stdoutTTY, s.outFile)
+	}
+	return s.outWidth
+}
+
+// StderrWidth is StdoutWidth for stderr (banners, notices).
+func (s *IOStreams) StderrWidth() int {
+	if s.errWidth == 0 {
+		s.errWidth = s.widthOf(s.stderrTTY, s.errFile)
+	}
+	return s.errWidth
+}
+
+func (s *IOStreams) widthOf(tty bool, f *os.File) int {
+	if !tty || s.width == nil || f == nil {
+		return DefaultWidth
+	}
+	return s.width(f)
+}
+
+// SetWidth overrides both terminals' widths; tests use it to lay out for a terminal
+// of a given size.
+func (s *IOStreams) SetWidth(cols int) { s.outWidth, s.errWidth = cols, cols }
 
 // SetColorMode records --color (auto, always, never).
 func (s *IOStreams) SetColorMode(mode string) { s.colorMode = mode }

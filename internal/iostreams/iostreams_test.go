@@ -36,3 +36,14 @@ func TestTestStreamsAreNotTerminals(t *testing.T) {
 		t.Error("test streams must start as non-terminals without colour")
 	}
 }
+
+func TestWidthIsEightyOffATerminal(t *testing.T) {
+	ios, _, _, _ := Test()
+	if ios.StdoutWidth() != DefaultWidth || ios.StderrWidth() != DefaultWidth {
+		t.Fatalf("widths %d %d, want %d", ios.StdoutWidth(), ios.StderrWidth(), DefaultWidth)
+	}
+	ios.SetWidth(132)
+	if ios.StdoutWidth() != 132 || ios.StderrWidth() != 132 {
+		t.Fatalf("widths %d %d after SetWidth(132)", ios.StdoutWidth(), ios.StderrWidth())
+	}
+}

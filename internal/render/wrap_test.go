@@ -1,0 +1,39 @@
+package render
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWrapKeepsLinesWithinTheWidth(t *testing.T) {
+	cases := []struct {
+		text  string
+		width int
+		want  string
+	}{
+		{"short line", 80, "short line"},
+		{"one two three four", 9, "one two\n  three\n  four"},
+		{"a http://very-long.example.com/x b", 10, "a\n  http://very-long.example.com/x\n  b"},
+		{"first\nsecond line here", 8, "first\nsecond\n  line\n  here"},
+		{"  lead kept", 80, "  lead kept"},
+	}
+	for _, c := range cases {
+		if got := Wrap(c.text, c.width, "  "); got != c.want {
+			t.Errorf("Wrap(%q, %d) = %q, want %q", c.text, c.width, got, c.want)
+		}
+	}
+	long := strings.Repeat("word ", 40)
+	for _, l := range strings.Split(Wrap(long, 80, "  "), "\n") {
+		if len(l) > 80 {
+			t.Errorf("line of %d columns: %q", len(l), l)
+		}
+	}
+}
+
+func TestReflowJoinsParagraphsAndKeepsIndentedLines(t *testing.T) {
+	text := "one two three\nfour five\n\n  kept as it is, however long it is\nsix seven"
+	want := "one two\nthree four\nfive\n\n  kept as it is, however long it is\nsix seven"
+	if got := Reflow(text, 10); got != want {
+		t.Errorf("Reflow = %q, want %q", got, want)
+	}
+}
