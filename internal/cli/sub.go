@@ -341,6 +341,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 			co.Timeout = max(opts.Timeout-time.Since(start), time.Nanosecond)
 		}
 		h = sup
+		announceExec(f, c, opts)
 		defer announceStop(f, sup)()
 	}
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
@@ -447,6 +448,21 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.
 		return nil, usageErrorf("%v", err)
 	}
 	return s, nil
+}
+
+// announceExec is exec mode's banner on a terminal, as plain sub has one: what runs
+// for each message, how many at once, and what Ctrl-C does to running commands.
+func announceExec(f *Factory, c *client.Client, opts *SubOptions) {
+	if !f.IO.IsStderrTTY() {
+		return
+	}
+	at := "one at a time"
+	if opts.Concurrency > 1 {
+		at = fmt.Sprintf("%d at a time", opts.Concurrency)
+	}
+	notice(f, fmt.Sprintf("running %s for each message of %s on %s, %s (-j)",
+		render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), render.Escape(c.BaseURL()), at))
+	notice(f, fmt.Sprintf("  Ctrl-C: take nothing more, let running commands finish (up to %s)", opts.ShutdownGrace))
 }
 
 // announceStop says at the first signal what exec mode still waits for; the func it

@@ -198,3 +198,22 @@ func TestDevBannerFits(t *testing.T) {
 		t.Errorf("%d lines, want 3 (the topics wrapped once):\n%s", n, errOut.String())
 	}
 }
+
+// Exec mode on a terminal says what it runs, how many at once, and that Ctrl-C lets
+// running commands finish; off a terminal it says nothing.
+func TestExecOnATerminalSaysWhatItRuns(t *testing.T) {
+	b := subBroker(t, "a")
+	r := runTTY(t, false, true, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-j", "4", "--", "true")
+	want := "running true for each message of t on " + b.URL() + ", 4 at a time (-j)\n" +
+		"  Ctrl-C: take nothing more, let running commands finish (up to 30s)\n"
+	if r.code != 0 || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant it to start with:\n%s", r.code, r.stderr, want)
+	}
+	if _, _, err := b.Produce("t", "", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	r = runTTY(t, false, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--", "true")
+	if r.code != 0 || strings.Contains(r.stderr, "running") {
+		t.Errorf("off a terminal: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
