@@ -40,7 +40,8 @@ const (
 
 // DeadLettered acks a delivery whose handling failed for good (why: Failed or
 // TimedOut) once it was copied to a dead-letter topic: it counts that failure,
-// dead_lettered, and (on a 204) acked.
+// dead_lettered, and (on a 204) acked. GiveBack is a person's own choice (hold mode's
+// d key), which is no failure: only dead_lettered and acked move.
 func (d Delivery) DeadLettered(why Cause) error {
 	err := d.d.s.settle(client.Ack, why, []*delivery{d.d})
 	if !errors.Is(err, ErrAlreadySettled) {
@@ -93,11 +94,15 @@ func (d Delivery) Extend(ctx context.Context) error {
 		return ErrAlreadySettled
 	}
 	s := d.d.s
+	sent := time.Now().UnixNano()
 	res, err := s.src.Settle(ctx, s.topic, client.Extend, []string{d.d.msg.ReceiptHandle})
 	if len(res) == 1 {
 		s.c.retries.Add(int64(res[0].Retries))
 		switch res[0].Status {
 		case 204:
+			// Noted as the keeper notes its own, so that Lease tells the truth and the
+			// keeper does not extend again a third of a lease too soon.
+			s.renewed(d.d, sent)
 			return nil
 		case 410:
 			return ErrLeaseGone
@@ -110,6 +115,16 @@ func (d Delivery) Extend(ctx context.Context) error {
 		err = fmt.Errorf("extend: %d results for 1 handle", len(res))
 	}
 	return err
+}
+
+// Lease says when the delivery's lease was taken or last extended (by the run's
+// keeper, or Extend), and whether an extend found it gone (it is settled then). Hold
+// mode counts the lease down from it.
+func (d Delivery) Lease() (renewed time.Time, lost bool) {
+	s := d.d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Unix(0, d.d.renewed), d.d.leaseLost
 }
 
 // AckAll acks ds in as few requests as the client needs. Deliveries already settled

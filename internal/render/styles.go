@@ -35,6 +35,12 @@ type Styles struct {
 	// Success is a completed action.
 	Success lipgloss.Style
 
+	// Hold mode (sub -i): a pretty-printed JSON payload's object keys, strings,
+	// numbers, and true/false/null; the status line at the bottom of the screen; a
+	// warning (a lease running short, a retry) and a failure (a settlement refused).
+	JSONKey, JSONString, JSONNumber, JSONLiteral lipgloss.Style
+	Bar, Warn, Failure                           lipgloss.Style
+
 	// r builds the styles that only this file needs (table cells).
 	r *lipgloss.Renderer
 }
@@ -59,8 +65,28 @@ func NewStyles(w io.Writer, color bool) Styles {
 		Header:  r.NewStyle().Bold(true),
 		Dim:     r.NewStyle().Faint(true),
 		Success: r.NewStyle().Foreground(lipgloss.Color("2")), // green
-		r:       r,
+
+		JSONKey:     r.NewStyle().Foreground(lipgloss.Color("4")), // blue
+		JSONString:  r.NewStyle().Foreground(lipgloss.Color("2")), // green
+		JSONNumber:  r.NewStyle().Foreground(lipgloss.Color("6")), // cyan
+		JSONLiteral: r.NewStyle().Foreground(lipgloss.Color("5")), // magenta
+		Bar:         r.NewStyle().Reverse(true),
+		Warn:        r.NewStyle().Foreground(lipgloss.Color("3")).Bold(true), // yellow
+		Failure:     r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true), // red
+		r:           r,
 	}
+}
+
+// Codes returns what st writes before and after a text: a formatter that colours many
+// small pieces (every token of a 1 MiB JSON payload) writes them around each piece
+// instead of rendering each through lipgloss. Both are empty without colour.
+func Codes(st lipgloss.Style) (open, end string) {
+	out := st.Render("\x00")
+	i := strings.IndexByte(out, 0)
+	if i < 0 {
+		return "", ""
+	}
+	return out[:i], out[i+1:]
 }
 
 // Table writes headers and rows to w. With colour, or when the caller says w is a

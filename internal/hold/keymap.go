@@ -1,0 +1,51 @@
+package hold
+
+import (
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+)
+
+// keyMap is every key of hold mode, in one place: Update matches against it and the
+// help screen is drawn from it.
+type keyMap struct {
+	Ack, Nack, Extend, DeadLetter, Skip, Raw, Copy, Help, Quit key.Binding
+}
+
+func newKeyMap() keyMap {
+	return keyMap{
+		Ack:        key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "ack: done with it")),
+		Nack:       key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "nack: give it back now, take the next")),
+		Extend:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend the lease now")),
+		DeadLetter: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "dead-letter: produce to --dead-letter, then ack")),
+		Skip:       key.NewBinding(key.WithKeys("s", "enter"), key.WithHelp("s", "skip: take the next, then give this one back")),
+		Raw:        key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "raw / pretty payload")),
+		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy the payload to the clipboard (OSC 52)")),
+		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "this help")),
+		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "give back what is held and quit")),
+	}
+}
+
+// helpLines is the help screen, one key a line.
+func (k keyMap) helpLines() [][2]string {
+	var out [][2]string
+	for _, b := range []key.Binding{k.Ack, k.Nack, k.Skip, k.Extend, k.DeadLetter, k.Raw, k.Copy, k.Help, k.Quit} {
+		out = append(out, [2]string{b.Help().Key, b.Help().Desc})
+	}
+	return append(out,
+		[2]string{"↑↓ pgup pgdn", "scroll the payload (also k j, space b, ctrl+u ctrl+d, home end)"})
+}
+
+// scrollKeys are the payload's: the viewport's own map less the letters hold mode
+// uses for decisions (d, u) and horizontal scrolling (lines are wrapped instead).
+func scrollKeys() viewport.KeyMap {
+	return viewport.KeyMap{
+		PageDown:     key.NewBinding(key.WithKeys("pgdown", "space", "f")),
+		PageUp:       key.NewBinding(key.WithKeys("pgup", "b")),
+		HalfPageUp:   key.NewBinding(key.WithKeys("ctrl+u")),
+		HalfPageDown: key.NewBinding(key.WithKeys("ctrl+d")),
+		Up:           key.NewBinding(key.WithKeys("up", "k")),
+		Down:         key.NewBinding(key.WithKeys("down", "j")),
+		Left:         key.NewBinding(key.WithDisabled()),
+		Right:        key.NewBinding(key.WithDisabled()),
+	}
+}
