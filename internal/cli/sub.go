@@ -37,7 +37,9 @@ type SubOptions struct {
 	// Output is unset in exec mode, where the command's own output passes through.
 	Output MessageOutput
 
-	Peek          bool
+	Peek bool
+	// Interactive is hold mode (-i): one message at a time on a full screen.
+	Interactive   bool
 	FromBeginning bool
 	// Offset is nil unless --offset was given (with --peek --partition).
 	Offset *int64
@@ -152,6 +154,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.StringVar(&opts.Stats, "stats", "", "print counters on stderr at the end: text (a table) or json (default: one line on a terminal)")
 	fl.Lookup("stats").NoOptDefVal = "text"
 	fl.BoolVar(&opts.Peek, "peek", false, "watch without taking anything (replay reads from the tail)")
+	fl.BoolVarP(&opts.Interactive, "interactive", "i", false, "hold mode: take one message at a time, show it full screen, and ack, nack or dead-letter it by key")
 	fl.BoolVar(&opts.FromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
 	fl.Int64Var(&offset, "offset", -1, "with --peek --partition N: start at this offset")
 	out.addFlags(cmd)
@@ -163,7 +166,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.DurationVar(&opts.RetryDelay, "retry-delay", 0, "exec mode: hold a failed message this long before giving it back")
 	fl.DurationVar(&opts.RetryDelayMax, "retry-delay-max", time.Minute, "exec mode: longest hold of a message that fails again (2s, 4s, ... up to D)")
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
-	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt")
+	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt; with -i: where d sends it")
 	fl.DurationVar(&opts.MaxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
 	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "exec mode: after a signal, time running commands get to finish")
 	fl.BoolVar(&opts.Prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
@@ -203,9 +206,14 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 	} else if changed("from-beginning") || opts.Offset != nil {
 		return usageErrorf("--from-beginning and --offset need --peek (or use narad replay)")
 	}
+	if opts.Interactive {
+		if err := opts.validateInteractive(changed); err != nil {
+			return err
+		}
+	}
 	if opts.Command == nil {
 		for _, name := range execOnlyFlags {
-			if changed(name) {
+			if changed(name) && !(opts.Interactive && name == "dead-letter") {
 				return usageErrorf("--%s needs a command: narad sub TOPIC [flags] -- COMMAND", name)
 			}
 		}
@@ -279,6 +287,9 @@ func parseExitCodes(s string) ([]int, error) {
 }
 
 func subRun(f *Factory, opts *SubOptions) error {
+	if opts.Interactive {
+		return holdRun(f, opts)
+	}
 	tuning := streamGC(f.Getenv)
 	if opts.Peek {
 		return peekRun(f, opts)

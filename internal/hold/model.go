@@ -67,6 +67,13 @@ type Arrived struct {
 	Msg  *client.Message
 }
 
+// NodeLost and NodeBack are the node going away and answering again: the run retries
+// meanwhile, and the screen says so.
+type (
+	NodeLost struct{ Err error }
+	NodeBack struct{}
+)
+
 // Stop is the run stopping (a signal, --timeout, --count reached): what is held is
 // given back and the program quits.
 type Stop struct{}
@@ -152,6 +159,7 @@ type Model struct {
 	// shown is the entry whose payload the viewport holds; gen counts what it held.
 	shown *entry
 	gen   int
+	node  string // the node is gone, while it is
 	note  string // a note not about one message (the clipboard, a refused key)
 	tally tally
 }
@@ -264,6 +272,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.arrived(msg)
 	case Stop:
 		return m.stop()
+	case NodeLost:
+		m.node = "node lost: " + render.Escape(msg.Err.Error()) + "; retrying (the lease is kept while it answers extends)"
+		return m, nil
+	case NodeBack:
+		m.node = ""
+		m.note = "node is back"
+		return m, nil
 	case resultMsg:
 		return m.result(msg)
 	case skipDue:
@@ -745,12 +760,11 @@ func (m Model) header(e *entry) string {
 	default:
 		t = t.Local()
 	}
-	parts = append(parts, st.Time.Render(t.Format("2006-01-02 15:04:05 MST")))
-	seen := "first time here"
-	if e.seen > 1 {
-		seen = "seen " + strconv.Itoa(e.seen) + "× this run"
+	layout := "2006-01-02 15:04:05"
+	if m.o.UTC {
+		layout += " UTC"
 	}
-	parts = append(parts, seen)
+	parts = append(parts, st.Time.Render(t.Format(layout)), "seen "+strconv.Itoa(e.seen)+"×")
 	f := e.f[0]
 	if m.raw && e.f[1] != nil {
 		f = e.f[1]
@@ -766,6 +780,8 @@ func (m Model) noteLine(e *entry) string {
 	switch {
 	case e != nil && e.busy != 0:
 		return st.Warn.Render(m.spin.View() + " " + e.busy.doing() + "… (retried in the background while the node answers 502/503)")
+	case m.node != "":
+		return st.Failure.Render(m.node)
 	case m.note != "":
 		return m.note
 	case e != nil && e.note != "":

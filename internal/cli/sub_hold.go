@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/hold"
+	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/replay"
+)
+
+// validateInteractive checks the flags hold mode does not take: it shows one message
+// at a time on the terminal, and a person settles each.
+func (opts *SubOptions) validateInteractive(changed func(string) bool) error {
+	switch {
+	case opts.Command != nil:
+		return usageErrorf("-i cannot run a command (the keys decide each message)")
+	case opts.NoAck:
+		return usageErrorf("--no-ack does not apply to -i (the keys decide each message)")
+	case opts.DeadLetter == opts.Topic:
+		return usageErrorf("--dead-letter must be another topic than %s", render.Escape(opts.Topic))
+	case opts.Peek && opts.DeadLetter != "":
+		return usageErrorf("--dead-letter does not apply to --peek -i (it takes nothing)")
+	}
+	for _, name := range append([]string{"max", "drain"}, outputFlagNames...) {
+		if name != "utc" && changed(name) {
+			return usageErrorf("--%s does not apply to -i (one message at a time, on the screen)", name)
+		}
+	}
+	if opts.DeadLetter != "" {
+		return validateTopicName(opts.DeadLetter)
+	}
+	return nil
+}
+
+// holdRun is `sub -i`: the consume loop feeds a full-screen program one message at a
+// time (package hold), with the leases kept as plain sub keeps them.
+func holdRun(f *Factory, opts *SubOptions) error {
+	if !f.IO.IsStdinTTY() || !f.IO.IsStdoutTTY() {
+		// Checked before anything is asked of the node: nothing is taken.
+		return usageErrorf("sub -i needs a terminal (stdin and stdout)")
+	}
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	// The lease, which the screen counts down: topic info also says at once that the
+	// topic is not there, before the screen opens.
+	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+	t, err := c.Topic(ctx, opts.Topic)
+	cancel()
+	if err != nil {
+		return apiFatal(f, c, err, opts.Topic)
+	}
+	lease := t.VisibilityTimeout()
+	if opts.DeadLetter != "" {
+		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+		_, err := c.Topic(ctx, opts.DeadLetter)
+		cancel()
+		if client.StatusOf(err) == http.StatusNotFound {
+			return apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), opts.DeadLetter)
+		}
+	}
+
+	color := f.IO.ColorEnabled()
+	profile := colorprofile.Ascii
+	if color {
+		profile = colorprofile.ANSI
+	}
+	ended := make(chan struct{})
+	var p *tea.Program
+	feed := hold.NewFeed(func(m tea.Msg) { p.Send(m) }, ended)
+	model := hold.New(hold.Options{
+		Topic: opts.Topic, Lease: lease, Peek: opts.Peek, DeadLetter: opts.DeadLetter,
+		Produce: func(ctx context.Context, topic string, body []byte, key *string) error {
+			return c.Produce(ctx, topic, body, client.ProduceOptions{Key: key})
+		},
+		Styles: render.NewStyles(f.IO.Out, color), UTC: opts.Output.UTC,
+		Ready: feed.Ready, Done: feed.Done,
+	})
+	// The first signal stops the run as it stops plain sub (what is held goes back);
+	// the keys' own Ctrl-C is the model's. The second signal is the hard stop, which
+	// ends the program too.
+	p = tea.NewProgram(model, tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out),
+		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithContext(f.Signals.Hard))
+	var final tea.Model
+	var perr error
+	go func() {
+		defer close(ended)
+		final, perr = p.Run()
+	}()
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-f.Signals.Soft:
+		case <-ended:
+		}
+		close(stop)
+	}()
+
+	var res consumer.Result
+	if opts.Peek {
+		err = holdPeek(f, c, opts, feed, ended)
+	} else {
+		co := consumer.Options{
+			Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
+			Count: opts.Count, Timeout: opts.Timeout, Stop: stop,
+			// The same keeper as plain sub's: a message on screen is extended at a third
+			// of its lease for as long as it is there.
+			Lease: func(context.Context) (time.Duration, error) { return lease, nil },
+			OnNodeLost: func(err error) {
+				p.Send(hold.NodeLost{Err: errors.New(describeErr(err))})
+			},
+			OnNodeBack: func() { p.Send(hold.NodeBack{}) },
+		}
+		res, err = consumer.Run(f.Signals.Hard, c, feed, co)
+	}
+	p.Send(hold.Stop{}) // the run is over: whatever is held goes back, the screen closes
+	<-ended
+	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
+		return exitWith(ExitFailed, fmt.Errorf("terminal: %v", perr))
+	}
+	if m, ok := final.(hold.Model); ok {
+		fmt.Fprintln(f.IO.ErrOut, m.Summary())
+	}
+	if opts.Peek {
+		return err
+	}
+	if opts.Stats != "" {
+		// The summary line above is the terminal's; the counters only when asked for.
+		printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
+	}
+	writeRunLeftovers(f, opts.Topic, res)
+	if err != nil && res.Reason == consumer.StopFailed {
+		return apiFatal(f, c, err, opts.Topic)
+	}
+	switch res.Outcome() {
+	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
+		return nil
+	case consumer.OutcomeCountUnmet:
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, res.Stats.Received, opts.Count))
+	case consumer.OutcomeLeaseGone:
+		n := res.Stats.LeaseLost + res.Stats.AckGone
+		what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
+		return exitWith(ExitLeaseGone, fmt.Errorf("%s may be delivered again", what))
+	}
+	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res, nil)))
+}
+
+// holdPeek feeds the screen from replay reads of the partitions' tails: nothing is
+// taken. It ends when the screen is gone, at a signal, or at --timeout.
+func holdPeek(f *Factory, c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan struct{}) error {
+	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true}
+	switch {
+	case opts.FromBeginning:
+		ro.Start = replay.FromOldest
+	case opts.Offset != nil:
+		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	if opts.Timeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(ctx, opts.Timeout)
+		defer cancelT()
+	}
+	go func() {
+		<-ended
+		cancel()
+	}()
+	_, err := replay.Run(ctx, c, ro, feed.Peek(ctx, replay.ErrStop))
+	switch {
+	case ctx.Err() != nil, errors.Is(err, replay.ErrStop):
+		return nil
+	case errors.Is(err, replay.ErrNoSuchPartition):
+		return usageErrorf("%v", err)
+	case err != nil:
+		return apiFatal(f, c, err, opts.Topic)
+	}
+	return nil
+}
