@@ -68,6 +68,9 @@ type Client struct {
 	legacySettle  atomic.Bool
 	legacyConsume atomic.Bool
 	legacyProduce atomic.Bool // the router answered produce/batch 404
+
+	// reading bounds the bytes of the answers being read at once (see readBody).
+	reading readBudget
 }
 
 const (
@@ -82,8 +85,6 @@ const (
 	// and its first message always goes whatever its size.
 	maxBody = 64 << 20
 )
-
-var errBodyTooLarge = errors.New("answer larger than 64 MiB")
 
 // New checks cfg and builds a Client. It fails on a URL that is not http(s) or on a
 // CA file that cannot be read or holds no certificate.
@@ -220,6 +221,7 @@ type request struct {
 	body    []byte
 	ctype   string
 	wait    time.Duration // a long poll's wait, added to the client's timeout
+	limit   answerLimit   // the most the answer may be; zero: anyAnswer
 	attempt int           // 1 for the first attempt of a call; the retry loops count
 }
 
@@ -293,13 +295,10 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	var out *response
 	if err == nil {
 		var b []byte
-		b, err = readBody(resp)
+		b, err = readBody(resp, &c.reading, r.limit)
 		resp.Body.Close()
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = &cutError{what: "the node's answer was cut short", err: err}
-		}
-		if err == nil && len(b) > maxBody {
-			err = errBodyTooLarge
 		}
 		out = &response{status: resp.StatusCode, header: resp.Header, body: b}
 		c.reached.Store(true)

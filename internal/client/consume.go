@@ -26,7 +26,10 @@ import (
 // answer is taken as a batch of one, and the hooks are told once (FallbackConsumeSingle).
 func (c *Client) Consume(ctx context.Context, topic string, o ConsumeOptions) (*ConsumeResult, error) {
 	r := &request{op: OpConsume, method: http.MethodGet, path: topicPath(topic, "/consume"), query: consumeQuery(o),
-		wait: o.Wait}
+		wait: o.Wait, limit: singleAnswer}
+	if o.Max > 0 && !c.legacyConsume.Load() {
+		r.limit = batchAnswer
+	}
 	resp, err := c.consumeRetrying(ctx, r, o.Stop)
 	if err != nil {
 		return nil, err
@@ -89,7 +92,8 @@ func (c *Client) Replay(ctx context.Context, topic string, partition int, offset
 	q := url.Values{}
 	q.Set("partition", strconv.Itoa(partition))
 	q.Set("offset", strconv.FormatInt(offset, 10))
-	r := &request{op: OpReplay, method: http.MethodGet, path: topicPath(topic, "/consume"), query: q.Encode()}
+	r := &request{op: OpReplay, method: http.MethodGet, path: topicPath(topic, "/consume"), query: q.Encode(),
+		limit: singleAnswer}
 	resp, err := c.consumeRetrying(ctx, r, nil)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,157 @@
+package client
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// A node that answers too much: whatever it sends, and however many consumes are in
+// flight, what narad allocates to read the answers stays within twice the cap in all.
+// TotalAlloc is what the process allocated, so it bounds the peak from above
+// whatever the garbage collector did meanwhile.
+
+const hostileSize = 200_000_000 // the answer a bad node sends: three times the cap
+
+// hostileAnswer writes size bytes of one message whose payload never ends: a batch
+// or the single shape, with a Content-Length or chunked. It stops when the client
+// hangs up.
+func hostileAnswer(w http.ResponseWriter, batch, withLength bool, size int) {
+	head := `{"topic":"t","partition":0,"offset":0,"receipt_handle":"0:0:1","payload":"`
+	if batch {
+		head = `{"messages":[` + head
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if withLength {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+	}
+	w.WriteHeader(200)
+	io.WriteString(w, head)
+	chunk := bytes.Repeat([]byte("A"), 256<<10)
+	for sent := len(head); sent < size; sent += len(chunk) {
+		if _, err := w.Write(chunk[:min(len(chunk), size-sent)]); err != nil {
+			return
+		}
+	}
+}
+
+// barrier lets the handler answer only once n requests are in flight, so that the
+// client is reading all of them at once.
+type barrier struct {
+	mu   sync.Mutex
+	n    int
+	all  chan struct{}
+	seen int
+}
+
+func newBarrier(n int) *barrier { return &barrier{n: n, all: make(chan struct{})} }
+
+func (b *barrier) arrive() {
+	b.mu.Lock()
+	b.seen++
+	if b.seen == b.n {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	<-b.all
+}
+
+// allocatedBy is how many bytes f allocated, the server's share included.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// consumeAll runs n consumes at once and returns their errors.
+func consumeAll(t *testing.T, c *Client, n, max int) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Consume(ctxT(t), "t", ConsumeOptions{Max: max})
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestHostileAnswersCostAtMostTwiceTheCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads several hundred MiB over loopback")
+	}
+	gzipBomb := func() []byte {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		zw.Write([]byte(`{"messages":[{"topic":"t","payload":"`))
+		zeros := bytes.Repeat([]byte("0"), 1<<20)
+		for range 100 {
+			zw.Write(zeros)
+		}
+		zw.Close()
+		return b.Bytes()
+	}()
+	for _, c := range []struct {
+		name     string
+		inFlight int
+		max      int // 0: the single shape, as an older node answers
+		answer   func(w http.ResponseWriter)
+	}{
+		{"an answer of 200 MB with its length", 1, 10, func(w http.ResponseWriter) {
+			hostileAnswer(w, true, true, hostileSize)
+		}},
+		{"an answer of 200 MB without a length", 1, 10, func(w http.ResponseWriter) {
+			hostileAnswer(w, true, false, hostileSize)
+		}},
+		{"two batch consumes in flight", 2, 100, func(w http.ResponseWriter) {
+			hostileAnswer(w, true, false, hostileSize)
+		}},
+		{"twelve consumes in flight to an older node", 12, 0, func(w http.ResponseWriter) {
+			hostileAnswer(w, false, false, hostileSize)
+		}},
+		{"a gzip bomb of 100 MB", 1, 10, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Content-Length", strconv.Itoa(len(gzipBomb)))
+			w.Write(gzipBomb)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBarrier(c.inFlight)
+			n := newNode(t, func(w http.ResponseWriter, r *http.Request, _ int, _ []byte) {
+				b.arrive()
+				c.answer(w)
+			})
+			cl, _ := newClient(t, n.URL)
+			var errs []error
+			got := allocatedBy(func() { errs = consumeAll(t, cl, c.inFlight, c.max) })
+			tooLarge := 0
+			for _, err := range errs {
+				if errors.Is(err, errBodyTooLarge) {
+					tooLarge++
+				}
+			}
+			// Every answer is over the cap: at least one is refused for its size (the
+			// others may end as cut short when the client hangs up on them).
+			if tooLarge == 0 {
+				t.Errorf("no answer refused for its size: %v", errs)
+			}
+			if limit := uint64(2 * maxBody); got > limit {
+				t.Errorf("allocated %s bytes reading %d answers; want at most %s", groupDigits(int64(got)),
+					c.inFlight, groupDigits(int64(limit)))
+			}
+			t.Logf("allocated %s bytes; errors %v", groupDigits(int64(got)), errs[0])
+		})
+	}
+}
