@@ -271,9 +271,9 @@ func badCases(e *badEnv) []badCase {
 		{name: "HTML error page, one line", server: answering(404, "text/html", "<html>\n<head><title>404 Not Found</title></head>\n<body>\x1b[31mnginx</body>\n</html>"),
 			args: []string{"-s", "$URL", "topic", "ls"}, code: ExitFailed, stderr: `^narad: list topics: 404 <html> <head><title>404 Not Found</title></head> <body>\[31mnginx</body> </html>$`},
 		{name: "2 GiB answer, topic ls", server: endless(2<<30, 0), args: []string{"-s", "$URL", "topic", "ls"}, code: ExitFailed,
-			stderr: `^narad: list topics: answer larger than 64 MiB`},
+			stderr: `^narad: list topics: answer of 2,147,483,648 bytes is larger than 64 MiB$`},
 		{name: "2 GiB answer, consume", server: endless(2<<30, 0), args: []string{"-s", "$URL", "sub", "t"}, code: ExitFailed,
-			stderr: `^narad: consume: answer larger than 64 MiB`},
+			stderr: `^narad: consume: answer of 2,147,483,648 bytes is larger than 16 MiB, twice what a batch may be$`},
 		{name: "headers never sent", server: func(t *testing.T) string {
 			return rawServer(t, func(c net.Conn) { readRequest(c); io.Copy(io.Discard, c) })
 		}, args: []string{"-s", "$URL", "topic", "ls"}, code: ExitFailed, timeout: badRequestTimeout,
@@ -369,7 +369,7 @@ func badCases(e *badEnv) []badCase {
 		{name: "bad YAML", args: []string{"topic", "ls"}, env: map[string]string{"NARAD_CONFIG": "$DIR/bad.yaml"}, code: ExitUsage,
 			stderr: `^narad: config .*/bad\.yaml is not valid YAML: .* \(fix it, or name another file with --config\)$`},
 		{name: "config is a directory", args: []string{"topic", "ls"}, env: map[string]string{"NARAD_CONFIG": "$DIR"}, code: ExitUsage,
-			stderr: `^narad: cannot read config`},
+			stderr: `^narad: config .* is not a regular file but a directory \(name a regular file with --config\)$`},
 		{name: "unknown context", args: []string{"--context", "nope", "topic", "ls"}, code: ExitUsage,
 			stderr: `^narad: no context named "nope" \(see narad context ls\)$`},
 		{name: "unknown context from the environment", args: []string{"topic", "ls"}, env: map[string]string{"NARAD_CONTEXT": "nope"},

@@ -54,10 +54,17 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".config", "narad", "config.yaml"), nil
 }
 
-// Load reads the config file at path; a missing file is an empty config.
+// maxFileSize bounds the config file: a few contexts are a few hundred bytes, and
+// without a bound a path such as /dev/zero would be read until memory runs out.
+const maxFileSize = 1 << 20
+
+// Load reads the config file at path; a missing file is an empty config. Only a
+// regular file of at most 1 MiB is read: a FIFO would block the read until some
+// writer came (deaf to Ctrl-C, which narad turns into a stop it checks between
+// steps), and a device such as /dev/zero never ends.
 func Load(path string) (*File, error) {
 	f := &File{path: path, Contexts: map[string]Context{}}
-	data, err := os.ReadFile(path)
+	data, mode, err := readRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return f, nil
 	}
@@ -67,9 +74,13 @@ func Load(path string) (*File, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
+		var ne *notRegularError
+		if errors.As(err, &ne) || errors.Is(err, errTooLarge) {
+			return nil, fmt.Errorf("config %s %w (name a regular file with --config)", path, err)
+		}
 		return nil, fmt.Errorf("cannot read config %s: %w (fix it, or name another file with --config)", path, err)
 	}
-	f.mode = fileMode(os.Stat(path))
+	f.mode = mode
 	if err := yaml.Unmarshal(data, f); err != nil {
 		// A type error spans lines ("unmarshal errors:\n  line 1: ..."): folded, so
 		// the reason stays on the one line an error gets.
