@@ -1,14 +1,13 @@
 package hold
 
-import (
-	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/viewport"
-)
+import "charm.land/bubbles/v2/key"
 
 // keyMap is every key of hold mode, in one place: Update matches against it and the
 // help screen is drawn from it.
 type keyMap struct {
 	Ack, Nack, Extend, DeadLetter, Skip, Raw, Copy, Help, Quit key.Binding
+	// Scrolling the payload: the letters a pager uses, less d and u (decisions here).
+	Up, Down, PageUp, PageDown, HalfUp, HalfDown, Top, Bottom key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -22,6 +21,15 @@ func newKeyMap() keyMap {
 		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy the payload to the clipboard (OSC 52)")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "this help")),
 		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "give back what is held and quit")),
+
+		Up:       key.NewBinding(key.WithKeys("up", "k")),
+		Down:     key.NewBinding(key.WithKeys("down", "j")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "b")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "space", "f")),
+		HalfUp:   key.NewBinding(key.WithKeys("ctrl+u")),
+		HalfDown: key.NewBinding(key.WithKeys("ctrl+d")),
+		Top:      key.NewBinding(key.WithKeys("home", "g")),
+		Bottom:   key.NewBinding(key.WithKeys("end", "G")),
 	}
 }
 
@@ -32,20 +40,5 @@ func (k keyMap) helpLines() [][2]string {
 		out = append(out, [2]string{b.Help().Key, b.Help().Desc})
 	}
 	return append(out,
-		[2]string{"↑↓ pgup pgdn", "scroll the payload (also k j, space b, ctrl+u ctrl+d, home end)"})
-}
-
-// scrollKeys are the payload's: the viewport's own map less the letters hold mode
-// uses for decisions (d, u) and horizontal scrolling (lines are wrapped instead).
-func scrollKeys() viewport.KeyMap {
-	return viewport.KeyMap{
-		PageDown:     key.NewBinding(key.WithKeys("pgdown", "space", "f")),
-		PageUp:       key.NewBinding(key.WithKeys("pgup", "b")),
-		HalfPageUp:   key.NewBinding(key.WithKeys("ctrl+u")),
-		HalfPageDown: key.NewBinding(key.WithKeys("ctrl+d")),
-		Up:           key.NewBinding(key.WithKeys("up", "k")),
-		Down:         key.NewBinding(key.WithKeys("down", "j")),
-		Left:         key.NewBinding(key.WithDisabled()),
-		Right:        key.NewBinding(key.WithDisabled()),
-	}
+		[2]string{"↑↓ pgup pgdn", "scroll the payload (also k j, space b, ctrl+u ctrl+d, g G)"})
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/spinner"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -151,23 +149,30 @@ type Model struct {
 	queue []*entry // the head is on screen
 	skip  []*entry // skipped, given back once the next one arrived
 	seen  map[[2]int64]int
-	vp    viewport.Model
-	spin  spinner.Model
+	pg    pager
+	frame int // of the spinner shown while a request is on its way
 	raw   bool
 	help  bool
 	quit  bool
-	// shown is the entry whose payload the viewport holds; gen counts what it held.
-	shown *entry
-	gen   int
-	node  string // the node is gone, while it is
-	note  string // a note not about one message (the clipboard, a refused key)
-	tally tally
+	// shown is the entry whose payload the pager holds.
+	shown    *entry
+	spinning bool
+	node     string // the node is gone, while it is
+	note     string // a note not about one message (the clipboard, a refused key)
+	tally    tally
 }
 
 // skipWait is how long a skipped message is held while the next one is awaited: long
 // enough for a ready message to arrive (a consume polls a second at most), short
 // enough that a topic holding only this one gets it back soon.
 const skipWait = 2 * time.Second
+
+// spinEvery is the spinner's frame time; spinFrames its frames.
+const spinEvery = 120 * time.Millisecond
+
+var spinFrames = [...]string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+type spinMsg struct{}
 
 // tickEvery is how often the lease countdown is redrawn.
 const tickEvery = 250 * time.Millisecond
@@ -180,12 +185,9 @@ func New(o Options) Model {
 	if o.After == nil {
 		o.After = tea.Tick
 	}
-	vp := viewport.New()
-	vp.KeyMap = scrollKeys()
 	return Model{
 		o: o, keys: newKeyMap(), c: codesOf(o.Styles), now: o.Now(),
-		w: 80, h: 24, seen: map[[2]int64]int{}, vp: vp,
-		spin: spinner.New(spinner.WithSpinner(spinner.MiniDot)),
+		w: 80, h: 24, seen: map[[2]int64]int{}, pg: pager{height: 20},
 	}
 }
 
@@ -255,19 +257,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 		return m, m.layout()
-	case content:
-		m.adopt(msg)
-		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
 		return m, tea.Batch(m.tick(), m.checkLeases())
-	case spinner.TickMsg:
+	case spinMsg:
 		if !m.busy() {
+			m.spinning = false
 			return m, nil // the spinner stops until something is on its way again
 		}
-		var cmd tea.Cmd
-		m.spin, cmd = m.spin.Update(msg)
-		return m, cmd
+		m.frame++
+		return m, m.o.After(spinEvery, func(time.Time) tea.Msg { return spinMsg{} })
 	case Arrived:
 		return m.arrived(msg)
 	case Stop:
@@ -394,8 +393,11 @@ func (m *Model) settle(e *entry, a action) tea.Cmd {
 			return resultMsg{e: e, act: a, err: produce(ctx, topic, body, k)}
 		}
 	}
-	spin := m.spin
-	return tea.Batch(run, func() tea.Msg { return spin.Tick() })
+	if m.spinning {
+		return run
+	}
+	m.spinning = true
+	return tea.Batch(run, m.o.After(spinEvery, func(time.Time) tea.Msg { return spinMsg{} }))
 }
 
 func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
@@ -545,16 +547,24 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, tea.SetClipboard(string(b))
 	case key.Matches(k, m.keys.Ack, m.keys.Nack, m.keys.Extend, m.keys.DeadLetter, m.keys.Skip):
 		return m.decide(k, e)
-	case k.String() == "home" || k.String() == "g":
-		m.vp.GotoTop()
-		return m, nil
-	case k.String() == "end" || k.String() == "G":
-		m.vp.GotoBottom()
-		return m, nil
+	case key.Matches(k, m.keys.Down):
+		m.pg.scroll(1)
+	case key.Matches(k, m.keys.Up):
+		m.pg.scroll(-1)
+	case key.Matches(k, m.keys.PageDown):
+		m.pg.scroll(m.pg.height)
+	case key.Matches(k, m.keys.PageUp):
+		m.pg.scroll(-m.pg.height)
+	case key.Matches(k, m.keys.HalfDown):
+		m.pg.scroll(m.pg.height / 2)
+	case key.Matches(k, m.keys.HalfUp):
+		m.pg.scroll(-m.pg.height / 2)
+	case key.Matches(k, m.keys.Top):
+		m.pg.top()
+	case key.Matches(k, m.keys.Bottom):
+		m.pg.bottom()
 	}
-	var cmd tea.Cmd
-	m.vp, cmd = m.vp.Update(k)
-	return m, cmd
+	return m, nil
 }
 
 // decide handles the keys that act on the message on screen.
@@ -608,26 +618,14 @@ func (m Model) decide(k tea.KeyPressMsg, e *entry) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
-// layout sizes the payload's viewport: the header and a rule above it, the note and
-// the status line below.
+// layout sizes the payload's pager: the header and a rule above it, the note and the
+// status line below.
 func (m *Model) layout() tea.Cmd {
-	m.vp.SetWidth(max(m.w, 1))
-	m.vp.SetHeight(max(m.h-4, 1))
+	m.pg.setHeight(m.h - 4)
 	return m.show()
 }
 
-// firstPages is how many screens of a long payload the viewport gets at once; the
-// rest follows from a command. The viewport measures every line it is given (grapheme
-// clusters), 45 ms for a 1 MiB document here: the first screen must not wait for it.
-const firstPages = 4
-
-// content is a viewport holding the whole of a long payload, measured by a command.
-type content struct {
-	gen int
-	vp  viewport.Model
-}
-
-// show puts the head's payload in the viewport, formatting it only when the message or
+// show puts the head's payload in the pager, formatting it only when the message or
 // the raw/pretty choice changed, and fitting it only when the width did too.
 func (m *Model) show() tea.Cmd {
 	e := m.head()
@@ -638,10 +636,9 @@ func (m *Model) show() tea.Cmd {
 	if e == m.shown && (e == nil || (e.fitWidth == m.w && e.fitRaw == raw)) {
 		return nil
 	}
-	m.gen++
 	m.shown = e
 	if e == nil {
-		m.vp.SetContentLines(nil)
+		m.pg.set(nil, true)
 		return nil
 	}
 	if e.f[raw] == nil {
@@ -652,38 +649,8 @@ func (m *Model) show() tea.Cmd {
 	if e.fitLines == nil || e.fitWidth != m.w || e.fitRaw != raw {
 		e.fitLines, e.fitWidth, e.fitRaw = e.f[raw].fit(m.w), m.w, raw
 	}
-	lines := e.fitLines
-	first := firstPages * max(m.vp.Height(), 1)
-	if len(lines) <= first {
-		m.vp.SetContentLines(lines)
-		if top {
-			m.vp.GotoTop()
-		}
-		return nil
-	}
-	off := m.vp.YOffset()
-	if top {
-		off = 0
-	}
-	m.vp.SetContentLines(lines[:first:first])
-	m.vp.SetYOffset(off)
-	vp, gen := m.vp, m.gen
-	return func() tea.Msg {
-		vp.SetContentLines(lines)
-		return content{gen: gen, vp: vp}
-	}
-}
-
-// adopt takes the whole payload's viewport in, where the screen is now.
-func (m *Model) adopt(c content) {
-	if c.gen != m.gen {
-		return // another message, width or raw/pretty choice since
-	}
-	w, h, off := m.vp.Width(), m.vp.Height(), m.vp.YOffset()
-	m.vp = c.vp
-	m.vp.SetWidth(w)
-	m.vp.SetHeight(h)
-	m.vp.SetYOffset(off)
+	m.pg.set(e.fitLines, top)
+	return nil
 }
 
 // View draws the screen; it never formats a payload (show does, once).
@@ -728,7 +695,7 @@ func (m Model) View() tea.View {
 	default:
 		line(m.header(e))
 		line(st.Dim.Render(strings.Repeat("─", width)))
-		b.WriteString(m.vp.View())
+		b.WriteString(m.pg.view())
 		b.WriteByte('\n')
 	}
 	line(m.noteLine(e))
@@ -779,7 +746,7 @@ func (m Model) noteLine(e *entry) string {
 	st := m.o.Styles
 	switch {
 	case e != nil && e.busy != 0:
-		return st.Warn.Render(m.spin.View() + " " + e.busy.doing() + "… (retried in the background while the node answers 502/503)")
+		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " " + e.busy.doing() + "… (retried in the background while the node answers 502/503)")
 	case m.node != "":
 		return st.Failure.Render(m.node)
 	case m.note != "":
@@ -808,8 +775,8 @@ func (m Model) statusLine(e *entry) string {
 	default:
 		parts = append(parts, m.leaseText(e))
 	}
-	if e != nil && !m.help && m.vp.TotalLineCount() > m.vp.Height() {
-		parts = append(parts, fmt.Sprintf("%d%%", int(m.vp.ScrollPercent()*100)))
+	if e != nil && !m.help && m.pg.long() {
+		parts = append(parts, fmt.Sprintf("%d%%", m.pg.percent()))
 	}
 	parts = append(parts, m.Summary())
 	s := " " + strings.Join(parts, " · ")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -118,7 +117,7 @@ func (h *harness) run(cmd tea.Cmd) {
 		}
 	case tea.QuitMsg:
 		h.quit = true
-	case spinner.TickMsg:
+	case spinMsg:
 		// The spinner animates on timers, which never fire here.
 	default:
 		if _, ok := msg.(tickMsg); ok {

@@ -164,7 +164,7 @@ func appendHex8(dst []byte, n int) []byte {
 func prettyJSON(b []byte, c codes) (lines []string, ok bool) {
 	// One buffer for the whole document, and the lines cut from one string of it: a
 	// string per line cost a third of the time.
-	out := make([]byte, 0, len(b)*2)
+	out := make([]byte, 0, len(b)*3) // indentation and colour codes
 	var ends []int
 	depth := 0
 	newline := func() {
