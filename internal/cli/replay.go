@@ -24,6 +24,8 @@ type ReplayOptions struct {
 	To     *int64
 	Follow bool
 	Output MessageOutput
+	// Find is --filter, --grep and --stats (find.go).
+	Find findOptions
 }
 
 func newReplayCmd(f *Factory) *cobra.Command {
@@ -38,6 +40,7 @@ func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Comm
 		partition  int
 		offset, to int64
 		out        outputFlags
+		find       findFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TOPIC",
@@ -91,6 +94,12 @@ func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Comm
 				return err
 			}
 			opts.Output = o
+			if opts.Find.Stats != "" && opts.Find.Stats != "text" && opts.Find.Stats != "json" {
+				return usageErrorf("invalid --stats %q (text or json)", opts.Find.Stats)
+			}
+			if opts.Find.Match, err = find.resolve(changed); err != nil {
+				return err
+			}
 			return run(f, opts)
 		},
 	}
@@ -101,6 +110,9 @@ func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Comm
 	fl.Int64Var(&to, "to", -1, "stop after offset M (inclusive)")
 	fl.BoolVar(&opts.Follow, "follow", false, "keep polling at the tail for new messages")
 	out.addFlags(cmd)
+	find.addFlags(cmd)
+	fl.StringVar(&opts.Find.Stats, "stats", "", "at the end, say on stderr how many messages were read and how many matched: text (a table) or json")
+	fl.Lookup("stats").NoOptDefVal = "text"
 	return cmd
 }
 
@@ -113,12 +125,13 @@ func replayRun(f *Factory, opts *ReplayOptions) error {
 	if opts.Offset != nil {
 		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
-	return runReplay(f, opts.Output, ro, 0)
+	return runReplay(f, opts.Output, ro, 0, opts.Find)
 }
 
 // runReplay prints a replay with the output flags; sub --peek shares it. A timeout
-// (peek's --timeout) ends it, with exit 3 when ro.Count was not reached.
-func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Duration) error {
+// (peek's --timeout) ends it, with exit 3 when ro.Count was not reached. With a
+// matcher only the messages it keeps are printed, and ro.Count counts those.
+func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Duration, find findOptions) error {
 	r, err := out.renderer(f)
 	if err != nil {
 		return err
@@ -136,7 +149,17 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 		defer cancelT()
 	}
 	var buf []byte
-	n, err := replay.Run(ctx, c, ro, func(m *client.Message) error {
+	mt, count := find.Match, ro.Count
+	if mt != nil {
+		ro.Count = 0 // the read goes on until count messages matched
+	}
+	var read, n int
+	_, err = replay.Run(ctx, c, ro, func(m *client.Message) error {
+		read++
+		if mt != nil && !mt.Match(m) {
+			return nil
+		}
+		n++
 		buf, err = r.Append(buf[:0], m)
 		if err != nil {
 			return err
@@ -147,8 +170,17 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 			}
 			return err
 		}
+		if mt != nil && count > 0 && n >= count {
+			return replay.ErrStop
+		}
 		return nil
 	})
+	if err == nil || read > 0 || ctx.Err() != nil {
+		// (Nothing read before a fatal error says nothing: the error line does.)
+		readStats(f, find.Stats, int64(read), int64(n))
+	}
+	filterFailures(f, mt)
+	ro.Count = count
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Run turns the signal into 130/143

@@ -43,6 +43,8 @@ type SubOptions struct {
 	FromBeginning bool
 	// Offset is nil unless --offset was given (with --peek --partition).
 	Offset *int64
+	// Match is --filter and --grep (--peek only); nil shows every message.
+	Match *replay.Matcher
 
 	// Command, when not nil, is exec mode: run it per message.
 	Command []string
@@ -74,6 +76,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 		offset       int64
 		ackExitCodes string
 		out          outputFlags
+		find         findFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sub TOPIC [flags] [-- COMMAND [ARG...]]",
@@ -124,6 +127,15 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			if err := opts.validate(changed); err != nil {
 				return err
 			}
+			if find.given(changed) && !opts.Peek {
+				// Whatever a consumer takes it acks or gives back: one that showed only
+				// matches would take the others and hand them straight back, over and over.
+				return usageErrorf("--filter and --grep need --peek: a consuming sub would take messages it never shows (narad sub TOPIC --peek --filter ..., or narad replay)")
+			}
+			var err error
+			if opts.Match, err = find.resolve(changed); err != nil {
+				return err
+			}
 			if opts.Command != nil {
 				codes, err := parseExitCodes(ackExitCodes)
 				if err != nil {
@@ -158,6 +170,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.BoolVar(&opts.FromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
 	fl.Int64Var(&offset, "offset", -1, "with --peek --partition N: start at this offset")
 	out.addFlags(cmd)
+	find.addFlags(cmd)
 
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 1, "exec mode: commands at once")
 	fl.DurationVar(&opts.Lease, "lease", 0, "exec mode: lease length: extended every D/3, lost after D with no extend confirmed (default: the topic's visibility timeout)")
@@ -538,5 +551,5 @@ func peekRun(f *Factory, opts *SubOptions) error {
 	if c, err := f.Client(); err == nil {
 		announce(f, "watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
 	}
-	return runReplay(f, opts.Output, ro, opts.Timeout)
+	return runReplay(f, opts.Output, ro, opts.Timeout, findOptions{Match: opts.Match, Stats: opts.Stats})
 }

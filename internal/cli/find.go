@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"regexp/syntax"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/replay"
+)
+
+// findFlags are --filter and --grep as typed, on replay and sub (where only --peek
+// takes them: a consumer that filtered would take messages it never shows).
+type findFlags struct{ filter, grep string }
+
+// findFlagNames are the flags findFlags adds.
+var findFlagNames = []string{"filter", "grep"}
+
+func (o *findFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.filter, "filter", "", "show only messages this jq expression is true for (neither false nor null), e.g. '.payload.status == \"failed\"'")
+	fl.StringVar(&o.grep, "grep", "", "show only messages whose key or payload (as text) this regular expression (RE2) matches; binary payloads never match")
+}
+
+// given reports whether either flag was typed.
+func (o *findFlags) given(changed func(string) bool) bool {
+	return changed("filter") || changed("grep")
+}
+
+// resolve compiles the flags into a Matcher, nil when neither was given. A bad
+// expression or regular expression is a usage error, before any request.
+func (o *findFlags) resolve(changed func(string) bool) (*replay.Matcher, error) {
+	if !o.given(changed) {
+		return nil, nil
+	}
+	mt := &replay.Matcher{}
+	if changed("filter") {
+		q, err := render.CompileJQ(o.filter)
+		if err != nil {
+			return nil, usageErrorf("invalid --filter: %v (a jq expression, e.g. '.payload.amount > 100')", err)
+		}
+		mt.Filter = q
+	}
+	if changed("grep") {
+		if o.grep == "" {
+			return nil, usageErrorf("--grep needs a regular expression")
+		}
+		re, err := regexp.Compile(o.grep)
+		if err != nil {
+			return nil, usageErrorf("invalid --grep %q: %v (an RE2 regular expression, e.g. 'ord_12[0-9]')", o.grep, regexpWhy(err))
+		}
+		mt.Grep = re
+	}
+	return mt, nil
+}
+
+// regexpWhy is what is wrong with a regular expression, without the expression
+// again (the error line quotes it once).
+func regexpWhy(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return string(se.Code) + " " + strconv.Quote(se.Expr)
+	}
+	return err.Error()
+}
+
+// findOptions are what a replay or peek shows and reports: the matcher (nil: every
+// message) and --stats ("", text or json).
+type findOptions struct {
+	Match *replay.Matcher
+	Stats string
+}
+
+// readStats writes what a read went through on stderr, when --stats asked: how many
+// messages were read and how many matched (were shown).
+func readStats(f *Factory, mode string, read, matched int64) {
+	if mode == "" {
+		return
+	}
+	w := f.IO.ErrOut
+	if f.IO.IsStderrTTY() && f.Signals.Received() == syscall.SIGINT {
+		_, _ = io.WriteString(w, "\n") // after the terminal's ^C
+	}
+	if mode == "json" {
+		fmt.Fprintf(w, "{\"read\":%d,\"matched\":%d}\n", read, matched)
+		return
+	}
+	counts := []render.Count{{Name: "read", N: read}, {Name: "matched", N: matched}}
+	_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+}
+
+// filterFailures says once, at the end, that the filter failed on some messages
+// (they were not shown), with the first failure.
+func filterFailures(f *Factory, mt *replay.Matcher) {
+	if mt == nil || mt.Errors == 0 {
+		return
+	}
+	fmt.Fprintf(f.IO.ErrOut, "narad: warning: --filter failed on %s, not shown (first: %s)\n",
+		countOf(mt.Errors, "message", "messages"), render.Escape(mt.FirstErr.Error()))
+}

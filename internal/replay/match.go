@@ -1,0 +1,74 @@
+package replay
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+// Matcher decides which messages a read shows (--filter, --grep) and counts what it
+// was asked about. Both set: a message must pass both. It is used from one
+// goroutine (the read's emit callback).
+type Matcher struct {
+	// Filter keeps a message when the expression's first result on it (the message as
+	// -o json shows it) is neither false nor null. An expression that fails on a
+	// message does not keep it: in a topic of mixed payloads, `.payload.status ==
+	// "failed"` fails on every text message, and those are not the failed orders.
+	Filter *render.JQ
+	// Grep keeps a message whose key or payload, as text, it matches: a JSON payload
+	// as its bytes, a text payload as its text. A binary payload or key never matches.
+	Grep *regexp.Regexp
+
+	// Read and Matched count the messages asked about and kept; Errors those the
+	// filter failed on, the first of which is FirstErr.
+	Read, Matched, Errors int64
+	FirstErr              error
+
+	buf []byte
+}
+
+// Match reports whether m is kept, and counts it.
+func (mt *Matcher) Match(m *client.Message) bool {
+	mt.Read++
+	ok := (mt.Grep == nil || mt.grep(m)) && (mt.Filter == nil || mt.filter(m))
+	if ok {
+		mt.Matched++
+	}
+	return ok
+}
+
+func (mt *Matcher) filter(m *client.Message) bool {
+	v, err := render.MessageValue(m)
+	if err == nil {
+		var ok bool
+		if ok, err = mt.Filter.Truthy(v); err == nil {
+			return ok
+		}
+	}
+	mt.Errors++
+	if mt.FirstErr == nil {
+		mt.FirstErr = fmt.Errorf("p%d @%d: %w", m.Partition, m.Offset, err)
+	}
+	return false
+}
+
+func (mt *Matcher) grep(m *client.Message) bool {
+	if m.Key != nil && m.KeyEncoding == "" && mt.Grep.MatchString(*m.Key) {
+		return true
+	}
+	kind, err := m.PayloadKind()
+	switch {
+	case err != nil || kind == client.PayloadBinary:
+		return false
+	case kind == client.PayloadJSON:
+		return mt.Grep.Match(m.Payload)
+	}
+	b, _, err := m.AppendPayload(mt.buf[:0])
+	if err != nil {
+		return false
+	}
+	mt.buf = b
+	return mt.Grep.Match(b)
+}

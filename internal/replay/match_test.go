@@ -1,0 +1,61 @@
+package replay
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+func key(s string) *string { return &s }
+
+func TestMatcherGrep(t *testing.T) {
+	mt := &Matcher{Grep: regexp.MustCompile(`fail`)}
+	for _, tc := range []struct {
+		name string
+		m    client.Message
+		want bool
+	}{
+		{"JSON payload bytes", client.Message{Payload: json.RawMessage(`{"status":"failed"}`)}, true},
+		{"text payload as text", client.Message{Payload: json.RawMessage(`"it fa\u0069led"`)}, true},
+		{"text key", client.Message{Key: key("failover"), Payload: json.RawMessage(`"x"`)}, true},
+		{"no match", client.Message{Key: key("k"), Payload: json.RawMessage(`"ok"`)}, false},
+		{"binary payload never", client.Message{Payload: json.RawMessage(`"ZmFpbA=="`), PayloadEncoding: "base64"}, false},
+		{"binary key never", client.Message{Key: key("ZmFpbA=="), KeyEncoding: "base64", Payload: json.RawMessage(`"x"`)}, false},
+	} {
+		if got := mt.Match(&tc.m); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if mt.Read != 6 || mt.Matched != 3 {
+		t.Errorf("read %d matched %d, want 6 and 3", mt.Read, mt.Matched)
+	}
+}
+
+func TestMatcherFilterAndGrep(t *testing.T) {
+	q, err := render.CompileJQ(`.payload.amount > 100`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt := &Matcher{Filter: q, Grep: regexp.MustCompile(`ord_1`)}
+	msgs := []client.Message{
+		{Payload: json.RawMessage(`{"order_id":"ord_1","amount":120}`)}, // both
+		{Payload: json.RawMessage(`{"order_id":"ord_2","amount":120}`)}, // filter only
+		{Payload: json.RawMessage(`{"order_id":"ord_1","amount":5}`)},   // grep only
+		{Payload: json.RawMessage(`"ord_1 as text"`)},                   // the filter fails on it
+	}
+	var kept []int
+	for i := range msgs {
+		if mt.Match(&msgs[i]) {
+			kept = append(kept, i)
+		}
+	}
+	if len(kept) != 1 || kept[0] != 0 {
+		t.Errorf("kept %v, want [0]", kept)
+	}
+	if mt.Errors != 1 || mt.FirstErr == nil {
+		t.Errorf("errors %d (%v), want 1", mt.Errors, mt.FirstErr)
+	}
+}
