@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,29 @@ type StatusOptions struct {
 	Output string
 	// Topics limits the overview to these topics; empty means every topic.
 	Topics []string
+	// Watch refreshes the overview every Interval, with rates, until q or Ctrl-C,
+	// Count refreshes, or Timeout.
+	Watch bool
+	// WaitEmpty polls every Interval until nothing is ready or in flight on Topics,
+	// or Timeout passes.
+	WaitEmpty bool
+	Interval  time.Duration
+	// Count ends a watch after that many refreshes (0: no end).
+	Count int
+	// Timeout ends a watch or a wait (0: none).
+	Timeout time.Duration
+	// Server is the node's address, for the watch screen's title.
+	Server string
+
+	// after is the clock's timer (nil: time.After): tests drive refreshes with it.
+	after func(time.Duration) <-chan time.Time
+}
+
+func (o *StatusOptions) timer(d time.Duration) <-chan time.Time {
+	if o.after != nil {
+		return o.after(d)
+	}
+	return time.After(d)
 }
 
 // TopicStatus is one row of narad status; -o json prints these, so the names are stable.
@@ -38,6 +62,20 @@ type TopicStatus struct {
 	// be read at all.
 	Partial bool   `json:"partial,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// ProducePerSec and ConsumePerSec are status --watch's rates: messages a second
+	// since the previous refresh (produced: the high watermarks' growth; consumed:
+	// messages acked, from the metrics). Nil on a first refresh and wherever a
+	// reading is missing.
+	ProducePerSec *float64 `json:"produce_per_sec,omitempty"`
+	ConsumePerSec *float64 `json:"consume_per_sec,omitempty"`
+
+	// highWatermark is the partitions' high watermarks summed: every message ever
+	// appended, what the produce rate counts.
+	highWatermark int64
+	// queue is what the metrics say of the topic (nil: nothing).
+	queue *topicQueue
+	// err is why the topic could not be read (Error is its text).
+	err error
 }
 
 func newStatusCmd(f *Factory) *cobra.Command {
@@ -47,17 +85,39 @@ func newStatusCmd(f *Factory) *cobra.Command {
 func statusCmd(f *Factory, run func(*Factory, *StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status [TOPIC...]",
+		Use:   "status [TOPIC...] [--watch | --wait-empty]",
 		Short: "Every topic at a glance: messages, size, in flight, lag",
 		Long: "Show every topic (or the topics named) at a glance: partitions, messages retained,\n" +
 			"bytes retained, and, where the node's /metrics is readable, messages in flight\n" +
 			"(leased, not yet acked) and lag (messages consumers can still take). A user with\n" +
 			"only consume grants sees what those grants allow; what cannot be read shows as -.\n" +
 			"With -o json: {\"topics\":[{\"name\",\"partitions\",\"messages_retained\",\"size_bytes\",\n" +
-			"\"in_flight\"?,\"lag\"?,\"partial\"?,\"error\"?}]}.",
+			"\"in_flight\"?,\"lag\"?,\"partial\"?,\"error\"?}]}.\n\n" +
+			"--watch refreshes every --interval (2s), adding each topic's produce and consume\n" +
+			"rates in messages a second since the previous refresh: produce from the growth of\n" +
+			"the high watermarks, consume from the growth of the messages acked as the metrics\n" +
+			"count them (messages produced, less lag, plus acked ahead). On a terminal the\n" +
+			"table is redrawn in place with the time of the last refresh; a node that cannot\n" +
+			"be reached is shown as such and tried again; arrows scroll, q or Ctrl-C quits\n" +
+			"(exit 0). Elsewhere each refresh is printed whole: a line \"at HH:MM:SS (every D)\",\n" +
+			"the table and a blank line, or with -o json one line {\"time\",\"topics\":[...,\n" +
+			"\"produce_per_sec\"?,\"consume_per_sec\"?],\"error\"?,\"metrics_error\"?}. --count N\n" +
+			"stops after N refreshes, --timeout D after D (exit 3 if --count was not reached).\n" +
+			"A refresh costs one request per topic and one for /metrics; the topics are\n" +
+			"listed at the start and again only when the metrics show the set changed.\n\n" +
+			"--wait-empty polls the topics named every --interval until the node's metrics say\n" +
+			"nothing is ready or in flight on any of them, then exits 0: for CI, the workers\n" +
+			"drained it. At --timeout it exits 3 and says what is left per topic. Where the\n" +
+			"metrics cannot be read (401, 403, 404), or say nothing of a topic, it says so\n" +
+			"and exits 1 rather than guess. With -o json: {\"empty\",\"waited_seconds\",\n" +
+			"\"topics\":[{\"name\",\"ready\",\"in_flight\",\"unseen\"?}]}.",
 		Example: "  narad status\n" +
 			"  narad status orders payments -o json |\n" +
-			"    jq '.topics[] | select(.lag > 10000) | .name'",
+			"    jq '.topics[] | select(.lag > 10000) | .name'\n" +
+			"  narad status --watch\n" +
+			"  narad status orders -w --interval 10s -o json >> orders.log\n" +
+			"  # in CI, once the workers run:\n" +
+			"  narad status orders --wait-empty --timeout 5m",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
@@ -66,11 +126,45 @@ func statusCmd(f *Factory, run func(*Factory, *StatusOptions) error) *cobra.Comm
 				return err
 			}
 			opts.Topics = args
+			if err := checkStatusFlags(opts, cmd.Flags().Changed); err != nil {
+				return err
+			}
 			return run(f, opts)
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.Watch, "watch", "w", false, "refresh every --interval, with produce and consume rates (q or Ctrl-C ends it)")
+	fl.BoolVar(&opts.WaitEmpty, "wait-empty", false, "wait until nothing is ready or in flight on TOPIC... (exit 3 at --timeout)")
+	fl.DurationVar(&opts.Interval, "interval", 2*time.Second, "with --watch or --wait-empty: time between refreshes")
+	fl.IntVar(&opts.Count, "count", 0, "with --watch: stop after N refreshes")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "with --watch or --wait-empty: stop after D (--wait-empty: exit 3)")
 	return cmd
+}
+
+// checkStatusFlags refuses the combinations that mean nothing.
+func checkStatusFlags(opts *StatusOptions, changed func(string) bool) error {
+	switch {
+	case opts.Watch && opts.WaitEmpty:
+		return usageErrorf("--watch and --wait-empty do not go together (one watches, the other waits)")
+	case opts.WaitEmpty && len(opts.Topics) == 0:
+		return usageErrorf("--wait-empty needs the topics to wait for (narad status TOPIC... --wait-empty)")
+	case !opts.Watch && !opts.WaitEmpty:
+		for _, name := range []string{"interval", "count", "timeout"} {
+			if changed(name) {
+				return usageErrorf("--%s needs --watch or --wait-empty", name)
+			}
+		}
+	case changed("count") && !opts.Watch:
+		return usageErrorf("--count needs --watch (--wait-empty ends when the topics are empty)")
+	case opts.Interval <= 0:
+		return usageErrorf("invalid --interval %s (a positive duration: 500ms, 2s)", opts.Interval)
+	case opts.Count < 0:
+		return usageErrorf("invalid --count %d (0 for no end, or the number of refreshes)", opts.Count)
+	case opts.Timeout < 0:
+		return usageErrorf("invalid --timeout %s (a positive duration: 30s, 5m)", opts.Timeout)
+	}
+	return nil
 }
 
 // statusParallel bounds the topic reads in flight: enough to hide round trips,
@@ -78,6 +172,12 @@ func statusCmd(f *Factory, run func(*Factory, *StatusOptions) error) *cobra.Comm
 const statusParallel = 8
 
 func statusRun(f *Factory, opts *StatusOptions) error {
+	switch {
+	case opts.Watch:
+		return statusWatch(f, opts)
+	case opts.WaitEmpty:
+		return statusWaitEmpty(f, opts)
+	}
 	c, err := f.Client()
 	if err != nil {
 		return err
@@ -86,20 +186,11 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 	defer cancel()
 	names := opts.Topics
 	if len(names) == 0 {
-		topics, err := c.ListTopics(ctx)
-		if err != nil {
+		if names, err = topicNames(ctx, c); err != nil {
 			return apiFatal(f, c, err, "")
 		}
-		for _, t := range topics {
-			names = append(names, t.Name)
-		}
 	}
-	rows := readTopicStatus(ctx, c, names)
-
-	metrics, merr := c.Metrics(ctx)
-	if merr == nil {
-		applyMetrics(rows, parseQueueMetrics(metrics))
-	}
+	rows, _, merr := readStatus(ctx, c, names)
 
 	if opts.Output == "json" {
 		if rows == nil {
@@ -145,6 +236,34 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 	return nil
 }
 
+// topicNames lists every topic's name.
+func topicNames(ctx context.Context, c *client.Client) ([]string, error) {
+	topics, err := c.ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	return names, nil
+}
+
+// readStatus is one look at the node: each topic's info, then the metrics (read
+// after the infos, so that a live node's produced counts are never behind the high
+// watermarks just read). That is one request per topic and one for the metrics.
+// The metrics are nil, with merr, when they could not be read.
+func readStatus(ctx context.Context, c *client.Client, names []string) (rows []TopicStatus, m *queueMetrics, merr error) {
+	rows = readTopicStatus(ctx, c, names)
+	text, merr := c.Metrics(ctx)
+	if merr != nil {
+		return rows, nil, merr
+	}
+	q := parseQueueMetrics(text)
+	applyMetrics(rows, q)
+	return rows, &q, nil
+}
+
 func optCount(v *int64) string {
 	if v == nil {
 		return "-"
@@ -169,6 +288,7 @@ func readTopicStatus(ctx context.Context, c *client.Client, names []string) []To
 			t, err := c.Topic(ctx, name)
 			if err != nil {
 				rows[i].Error = describeErr(err)
+				rows[i].err = err
 				return
 			}
 			rows[i].Partitions = t.Partitions
@@ -176,6 +296,7 @@ func readTopicStatus(ctx context.Context, c *client.Client, names []string) []To
 			for _, p := range t.PartitionStats {
 				rows[i].Retained += max(p.HighWatermark-p.OldestOffset, 0)
 				rows[i].SizeBytes += p.SizeBytes
+				rows[i].highWatermark += p.HighWatermark
 			}
 		}()
 	}
@@ -183,26 +304,62 @@ func readTopicStatus(ctx context.Context, c *client.Client, names []string) []To
 	return rows
 }
 
-// queueMetrics are the per-topic sums of the node's per-partition queue gauges.
-type queueMetrics struct{ inFlight, lag map[string]int64 }
+// queueMetrics are the per-topic sums of the node's per-partition queue series.
+type queueMetrics struct {
+	// inFlight is messages leased; lag is messages above the committed frontier
+	// (ready, leased, or acked ahead of an older unacked one); ackedAhead is the
+	// acked ones among them; produced is messages ever appended.
+	inFlight, lag, ackedAhead, produced map[string]int64
+}
 
-// parseQueueMetrics reads the two gauges status shows from Prometheus text:
-// narad_inflight_size and narad_consumer_lag_messages, labelled topic and partition.
-// Anything else, comments included, is skipped; a line it cannot read is skipped too,
-// since a partial overview is better than none.
+// topicQueue is one topic's queue as the metrics tell it.
+type topicQueue struct {
+	inFlight, lag, ackedAhead, produced int64
+	// hasAckedAhead and hasProduced say whether those series were there: without
+	// them neither ready nor the consume rate can be told.
+	hasAckedAhead, hasProduced bool
+}
+
+// ready is messages a consumer could take now: above the frontier, neither leased
+// nor acked.
+func (q *topicQueue) ready() int64 { return max(q.lag-q.inFlight-q.ackedAhead, 0) }
+
+// settled is messages ever acked (or aged out unacked, which the node cannot tell
+// apart): all below the frontier, plus those acked ahead of it. Its growth is the
+// consume rate.
+func (q *topicQueue) settled() int64 { return q.produced - q.lag + q.ackedAhead }
+
+// queueSeries are the series status reads, each into its own map.
+var queueSeries = []struct {
+	prefix string
+	into   func(*queueMetrics) map[string]int64
+}{
+	{"narad_inflight_size{", func(m *queueMetrics) map[string]int64 { return m.inFlight }},
+	{"narad_consumer_lag_messages{", func(m *queueMetrics) map[string]int64 { return m.lag }},
+	{"narad_acked_ahead_size{", func(m *queueMetrics) map[string]int64 { return m.ackedAhead }},
+	{"narad_messages_produced_total{", func(m *queueMetrics) map[string]int64 { return m.produced }},
+}
+
+// parseQueueMetrics reads the queue series status shows from Prometheus text:
+// narad_inflight_size, narad_consumer_lag_messages, narad_acked_ahead_size and
+// narad_messages_produced_total, labelled topic and partition. Anything else,
+// comments included, is skipped; a line it cannot read is skipped too, since a
+// partial overview is better than none.
 func parseQueueMetrics(text []byte) queueMetrics {
-	m := queueMetrics{inFlight: map[string]int64{}, lag: map[string]int64{}}
+	m := queueMetrics{inFlight: map[string]int64{}, lag: map[string]int64{}, ackedAhead: map[string]int64{},
+		produced: map[string]int64{}}
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		var into map[string]int64
-		switch {
-		case strings.HasPrefix(line, "narad_inflight_size{"):
-			into = m.inFlight
-		case strings.HasPrefix(line, "narad_consumer_lag_messages{"):
-			into = m.lag
-		default:
+		for _, s := range queueSeries {
+			if strings.HasPrefix(line, s.prefix) {
+				into = s.into(&m)
+				break
+			}
+		}
+		if into == nil {
 			continue
 		}
 		open := strings.IndexByte(line, '{')
@@ -239,6 +396,20 @@ func promLabel(labels, name string) (string, bool) {
 	return "", false
 }
 
+// queue is what m says of one topic, nil when it has neither in-flight nor lag
+// series for it (nothing can be told then).
+func (m *queueMetrics) queue(topic string) *topicQueue {
+	inFlight, okIn := m.inFlight[topic]
+	lag, okLag := m.lag[topic]
+	if !okIn || !okLag {
+		return nil
+	}
+	q := &topicQueue{inFlight: inFlight, lag: lag}
+	q.ackedAhead, q.hasAckedAhead = m.ackedAhead[topic]
+	q.produced, q.hasProduced = m.produced[topic]
+	return q
+}
+
 func applyMetrics(rows []TopicStatus, m queueMetrics) {
 	for i := range rows {
 		if rows[i].Error != "" {
@@ -250,5 +421,6 @@ func applyMetrics(rows []TopicStatus, m queueMetrics) {
 		if v, ok := m.lag[rows[i].Name]; ok {
 			rows[i].Lag = &v
 		}
+		rows[i].queue = m.queue(rows[i].Name)
 	}
 }

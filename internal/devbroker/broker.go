@@ -106,7 +106,7 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	for _, op := range []string{OpProduce, OpConsume, OpReplay, OpAck, OpExtend, OpNack,
+	for _, op := range []string{OpProduce, OpConsume, OpReplay, OpAck, OpExtend, OpNack, OpMetrics,
 		OpCreateTopic, OpListTopics, OpTopicInfo, OpDeleteTopic, OpEditTopic, OpTopicSchema,
 		OpAttachChild, OpListChildren, OpDetachChild} {
 		b.requests[op] = new(atomic.Int64)
@@ -398,7 +398,7 @@ func (b *Broker) Stats(topicName string) (TopicStats, error) {
 
 // Requests is how many HTTP requests of op the broker has received (faulted and refused
 // ones included): "produce", "consume", "replay", "ack", "extend", "nack" (a batch ack
-// counts once, under its action), "create_topic", "list_topics", "topic_info",
+// counts once, under its action), "metrics", "create_topic", "list_topics", "topic_info",
 // "delete_topic", "edit_topic", "topic_schema", "attach_child", "list_children",
 // "detach_child". An unknown op is 0.
 func (b *Broker) Requests(op string) int {

@@ -20,6 +20,7 @@ const (
 	OpAck     = "ack"
 	OpExtend  = "extend"
 	OpNack    = "nack"
+	OpMetrics = "metrics" // GET /metrics
 	OpLatency = "latency" // fault rule only: delay every /v1 request
 	OpReset   = "reset"   // fault rule only: drop the connection of some /v1 requests
 
@@ -35,7 +36,8 @@ const (
 	OpDetachChild  = "detach_child"
 )
 
-var faultOps = map[string]bool{OpProduce: true, OpConsume: true, OpReplay: true, OpAck: true, OpExtend: true, OpNack: true}
+var faultOps = map[string]bool{OpProduce: true, OpConsume: true, OpReplay: true, OpAck: true, OpExtend: true, OpNack: true,
+	OpMetrics: true}
 
 // FaultRule is one `--fault` flag. For an operation (ack, extend, nack, consume, replay,
 // produce) a request answers Status with Probability; for latency every /v1 request is
@@ -84,7 +86,7 @@ func ParseFault(s string) (FaultRule, error) {
 		}
 		return f, nil
 	case !faultOps[op]:
-		return f, fmt.Errorf("%w --fault %q: operation must be ack, extend, nack, consume, replay, produce, latency or reset", ErrInvalid, s)
+		return f, fmt.Errorf("%w --fault %q: operation must be ack, extend, nack, consume, replay, produce, metrics, latency or reset", ErrInvalid, s)
 	}
 	st, prob, hasProb := strings.Cut(val, ":")
 	f.Status, err = strconv.Atoi(st)
@@ -184,7 +186,7 @@ func (fs *faults) reset() bool {
 
 func (fs *faults) failNext(op string, n int, f fault) {
 	if !faultOps[op] {
-		panic(fmt.Sprintf("devbroker: FailNext: unknown operation %q (want ack, extend, nack, consume, replay or produce)", op))
+		panic(fmt.Sprintf("devbroker: FailNext: unknown operation %q (want ack, extend, nack, consume, replay, produce or metrics)", op))
 	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

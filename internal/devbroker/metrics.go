@@ -72,7 +72,14 @@ func (e *exposition) sample(name, kind, help string, value float64, labels ...st
 }
 
 func (b *Broker) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	b.count(OpMetrics)
 	if _, _, ok := b.authenticate(w, r); !ok {
+		return
+	}
+	// A fault stands for a node that keeps its metrics from this user (403) or has none
+	// on this port (404), which clients must report rather than guess around.
+	if f, hit := b.faults.decide(OpMetrics); hit {
+		b.writeFault(w, f)
 		return
 	}
 	e := &exposition{seen: map[string]bool{}}

@@ -37,7 +37,8 @@ type Styles struct {
 
 	// Hold mode (sub -i): a pretty-printed JSON payload's object keys, strings,
 	// numbers, and true/false/null; the status line at the bottom of the screen; a
-	// warning (a lease running short, a retry) and a failure (a settlement refused).
+	// warning (a lease running short, a retry) and a failure (a settlement refused;
+	// in status --watch, a node that cannot be reached).
 	JSONKey, JSONString, JSONNumber, JSONLiteral lipgloss.Style
 	Bar, Warn, Failure                           lipgloss.Style
 

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/narad/narad/internal/render"
+)
+
+// watchView is status --watch's terminal screen: what the last refreshes said, drawn
+// into width×height. It only keeps state and draws; the terminal loop feeds it
+// samples, keys and sizes (so tests drive it with no terminal at all).
+type watchView struct {
+	server   string
+	interval time.Duration
+	styles   render.Styles
+
+	width, height int
+	// last is the last sample that reached the node: its table stays on screen while
+	// the node is away.
+	last *watchSample
+	// lostSince is when the node stopped answering (zero while it answers), lostErr
+	// the last reason.
+	lostSince time.Time
+	lostErr   error
+	lastTry   time.Time
+	// top is the first row shown, when the topics do not all fit.
+	top int
+}
+
+func newWatchView(server string, interval time.Duration, styles render.Styles, width, height int) *watchView {
+	return &watchView{server: server, interval: interval, styles: styles, width: width, height: height}
+}
+
+// update takes a refresh.
+func (v *watchView) update(s watchSample) {
+	v.lastTry = s.At
+	if s.Err != nil {
+		if v.lostSince.IsZero() {
+			v.lostSince = s.At
+		}
+		v.lostErr = s.Err
+		return
+	}
+	v.lostSince, v.lostErr = time.Time{}, nil
+	v.last = &s
+	v.clampTop()
+}
+
+// resize takes the terminal's new size.
+func (v *watchView) resize(width, height int) {
+	v.width, v.height = max(width, 1), max(height, 1)
+	v.clampTop()
+}
+
+// key takes one key press; it says whether the watch should end.
+func (v *watchView) key(k string) (quit bool) {
+	switch k {
+	case "q", "Q", "\x03", "\x04": // q, Ctrl-C (raw mode: no signal), Ctrl-D
+		return true
+	case "j", "\x1b[B", "\x0e": // down, Ctrl-N
+		v.top++
+	case "k", "\x1b[A", "\x10": // up, Ctrl-P
+		v.top--
+	case " ", "\x1b[6~", "f": // page down
+		v.top += v.rowsFit()
+	case "b", "\x1b[5~": // page up
+		v.top -= v.rowsFit()
+	case "g", "\x1b[H", "\x1b[1~":
+		v.top = 0
+	case "G", "\x1b[F", "\x1b[4~":
+		v.top = 1 << 30
+	}
+	v.clampTop()
+	return false
+}
+
+// The screen: a title line, a state line, the table's header, its rows, a footer.
+const watchChromeLines = 4
+
+// rowsFit is how many table rows fit under the title, state, header and footer.
+func (v *watchView) rowsFit() int { return max(v.height-watchChromeLines, 1) }
+
+func (v *watchView) clampTop() {
+	n := 0
+	if v.last != nil {
+		n = len(v.last.Rows)
+	}
+	v.top = min(v.top, max(n-v.rowsFit(), 0))
+	v.top = max(v.top, 0)
+}
+
+// view is the whole screen: at most height lines, none wider than width columns.
+func (v *watchView) view() []string {
+	s := v.styles
+	lines := []string{s.Header.Render(v.fit("narad status")) + s.Dim.Render(v.fitAfter("narad status",
+		fmt.Sprintf(" · %s · every %s", v.server, v.interval)))}
+
+	var state string
+	switch {
+	case !v.lostSince.IsZero():
+		state = s.Failure.Render(v.fit(fmt.Sprintf("node unreachable since %s: %s (trying every %s, last at %s)",
+			v.lostSince.Format("15:04:05"), render.Escape(describeErr(v.lostErr)), v.interval, v.lastTry.Format("15:04:05"))))
+	case v.last != nil && v.last.MetricsErr != nil:
+		state = s.Dim.Render(v.fit(fmt.Sprintf("refreshed %s · in flight, lag and consume rates not shown: %s",
+			v.last.At.Format("15:04:05"), render.Escape(metricsProblem(v.last.MetricsErr)))))
+	case v.last != nil:
+		state = s.Dim.Render(v.fit("refreshed " + v.last.At.Format("15:04:05")))
+	}
+	lines = append(lines, state)
+
+	var rows []TopicStatus
+	if v.last != nil {
+		rows = v.last.Rows
+	}
+	if len(rows) == 0 {
+		lines = append(lines, v.fit("no topics (create one with narad topic create NAME)"))
+		return v.clip(lines)
+	}
+	var buf bytes.Buffer
+	_ = render.Table(&buf, false, false, watchHeaders, watchCells(rows)) // a bytes.Buffer takes every write
+	table := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	lines = append(lines, s.Header.Render(v.fit(table[0])))
+	body := table[1:]
+	end := min(v.top+v.rowsFit(), len(body))
+	for _, l := range body[v.top:end] {
+		lines = append(lines, v.fit(l))
+	}
+	footer := "q quits"
+	if len(body) > v.rowsFit() {
+		footer = fmt.Sprintf("topics %d–%d of %d · ↑↓ PgUp PgDn scroll · q quits", v.top+1, end, len(body))
+	}
+	lines = append(lines, s.Dim.Render(v.fit(footer)))
+	return v.clip(lines)
+}
+
+// clip keeps the first height lines.
+func (v *watchView) clip(lines []string) []string {
+	return lines[:min(len(lines), v.height)]
+}
+
+// fit cuts a line of plain text to the screen's width.
+func (v *watchView) fit(line string) string {
+	r := []rune(line)
+	if len(r) <= v.width {
+		return line
+	}
+	if v.width <= 1 {
+		return string(r[:v.width])
+	}
+	return string(r[:v.width-1]) + "…"
+}
+
+// fitAfter is rest cut to the width that remains after first.
+func (v *watchView) fitAfter(first, rest string) string {
+	room := v.width - len([]rune(first))
+	if room <= 0 {
+		return ""
+	}
+	r := []rune(rest)
+	if len(r) <= room {
+		return rest
+	}
+	if room == 1 {
+		return "…"
+	}
+	return string(r[:room-1]) + "…"
+}
+
+// frame is the bytes that draw lines over the previous screen in place: home, each
+// line followed by erase-to-end-of-line, then erase below. Nothing is cleared first,
+// so nothing flickers; lines end with \r\n since the terminal is in raw mode.
+func frame(lines []string) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x1b[H")
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString(l)
+		b.WriteString("\x1b[K")
+	}
+	b.WriteString("\x1b[J")
+	return b.Bytes()
+}

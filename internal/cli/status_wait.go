@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+// status TOPIC... --wait-empty: for CI, "the workers drained it". Each poll is one
+// look at the node (readStatus: the topics' infos, then the metrics), and the answer
+// is only ever what the metrics say: where they cannot be read, or say nothing of a
+// topic, the command says so and fails rather than guess.
+
+// waitTopic is one topic's state in --wait-empty's answer (-o json prints it).
+type waitTopic struct {
+	Name     string `json:"name"`
+	Ready    int64  `json:"ready"`
+	InFlight int64  `json:"in_flight"`
+	// Unseen is messages the topic's high watermarks count and its metrics do not
+	// yet (a node refreshes its gauges every few seconds): not empty until they are.
+	Unseen int64 `json:"unseen,omitempty"`
+}
+
+func (w waitTopic) empty() bool { return w.Ready == 0 && w.InFlight == 0 && w.Unseen == 0 }
+
+// left says what is still on the topic: "orders: 12 ready, 3 in flight".
+func (w waitTopic) left() string {
+	var parts []string
+	if w.Ready > 0 {
+		parts = append(parts, fmt.Sprintf("%d ready", w.Ready))
+	}
+	if w.InFlight > 0 {
+		parts = append(parts, fmt.Sprintf("%d in flight", w.InFlight))
+	}
+	if w.Unseen > 0 {
+		parts = append(parts, fmt.Sprintf("%d not yet in the node's metrics", w.Unseen))
+	}
+	return render.Escape(w.Name) + ": " + strings.Join(parts, ", ")
+}
+
+// waitResult is --wait-empty's -o json document.
+type waitResult struct {
+	Empty         bool        `json:"empty"`
+	WaitedSeconds float64     `json:"waited_seconds"`
+	Topics        []waitTopic `json:"topics"`
+}
+
+// errWaitUnknown is a look that cannot tell whether the topics are empty, and never
+// will by waiting: the caller fails with it.
+var errWaitUnknown = errors.New("cannot tell")
+
+// waitLook turns one look at the node into each topic's state. On an error (one
+// wrapping errWaitUnknown, a topic's, the node's) topic is the topic it is about
+// ("" for the node's).
+func waitLook(rows []TopicStatus, m *queueMetrics, merr error) (state []waitTopic, topic string, err error) {
+	if merr != nil {
+		if st := client.StatusOf(merr); st == http.StatusUnauthorized || st == http.StatusForbidden || st == http.StatusNotFound {
+			return nil, "", fmt.Errorf("%w: the node's /metrics cannot be read (%s), and only they say what is ready or in flight "+
+				"(run it as a user who may read them)", errWaitUnknown, describeErr(merr))
+		}
+		return nil, "", merr
+	}
+	out := make([]waitTopic, len(rows))
+	for i, r := range rows {
+		if r.err != nil {
+			return nil, r.Name, r.err
+		}
+		q := r.queue
+		if q == nil {
+			return nil, r.Name, fmt.Errorf("%w whether %s is empty: the node's /metrics has no in-flight and lag series for it",
+				errWaitUnknown, render.Escape(r.Name))
+		}
+		w := waitTopic{Name: r.Name, Ready: q.ready(), InFlight: q.inFlight}
+		if q.hasProduced && !r.Partial {
+			// The infos were read before the metrics: a produced count behind the high
+			// watermarks is gauges not yet refreshed, whose zero would be a lie.
+			w.Unseen = max(r.highWatermark-q.produced, 0)
+		}
+		out[i] = w
+	}
+	return out, "", nil
+}
+
+func statusWaitEmpty(f *Factory, opts *StatusOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	start := f.Now()
+	var timeout <-chan time.Time
+	if opts.Timeout > 0 {
+		timeout = opts.timer(opts.Timeout)
+	}
+	var last []waitTopic // the last state known, for the timeout's report
+	var lastErr error    // the last look's error, when it failed
+	for look := 0; ; look++ {
+		rows, m, merr := readStatus(ctx, c, opts.Topics)
+		if ctx.Err() != nil {
+			return exitWith(ExitFailed, nil) // a signal: the exit code says it
+		}
+		state, topic, err := waitLook(rows, m, merr)
+		switch {
+		case errors.Is(err, errWaitUnknown):
+			return exitWith(ExitFailed, err)
+		case err != nil && (look == 0 || !retryable(err)):
+			// A node never reached, a topic that is not there, a refusal: waiting
+			// would not change it. Later on, a node that went away may come back.
+			if topic != "" {
+				err = fmt.Errorf("%s: %w", render.Escape(topic), err)
+			}
+			return apiFatal(f, c, err, topic)
+		case err != nil:
+			lastErr = err
+		default:
+			last, lastErr = state, nil
+			if allEmpty(state) {
+				return waitDone(f, opts, state, f.Now().Sub(start), true)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return exitWith(ExitFailed, nil)
+		case <-timeout:
+			if err := waitDone(f, opts, last, f.Now().Sub(start), false); err != nil {
+				return err
+			}
+			line := fmt.Sprintf("timed out after %s", opts.Timeout)
+			if len(last) > 0 {
+				var lefts []string
+				for _, w := range last {
+					if !w.empty() {
+						lefts = append(lefts, w.left())
+					}
+				}
+				line += ", still there: " + strings.Join(lefts, "; ")
+			}
+			if lastErr != nil {
+				line += "; the last look failed: " + describeErr(lastErr)
+			}
+			return exitWith(ExitTimeout, errors.New(line))
+		case <-opts.timer(opts.Interval):
+		}
+	}
+}
+
+func allEmpty(state []waitTopic) bool {
+	for _, w := range state {
+		if !w.empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// waitDone reports the end of a wait: the JSON document on stdout with -o json, and
+// on success a line on stderr.
+func waitDone(f *Factory, opts *StatusOptions, state []waitTopic, took time.Duration, empty bool) error {
+	if opts.Output == "json" {
+		if state == nil {
+			state = []waitTopic{}
+		}
+		if err := printJSON(f, waitResult{Empty: empty, WaitedSeconds: took.Round(time.Millisecond).Seconds(), Topics: state}); err != nil {
+			return err
+		}
+	}
+	if empty {
+		names := make([]string, len(state))
+		for i, w := range state {
+			names[i] = render.Escape(w.Name)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "nothing ready or in flight on %s (waited %s)\n", strings.Join(names, ", "),
+			took.Round(10*time.Millisecond))
+	}
+	return nil
+}
+
+// retryable is an error a later look may not meet: the node gone away for a moment
+// (no answer, 5xx). Anything else (a refusal, a topic not there) waiting cannot fix.
+func retryable(err error) bool {
+	st := client.StatusOf(err)
+	return st == 0 && !errors.Is(err, context.Canceled) || st/100 == 5 || st == http.StatusTooManyRequests
+}

@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/render"
+)
+
+// status --watch: the overview again every --interval, with each topic's produce and
+// consume rates from the deltas between two refreshes.
+//
+// One goroutine does it all in line mode (not a terminal, or -o json): refresh,
+// print, wait. On a terminal a second one reads the keys (watchTerminal); the refresh
+// loop still owns the watcher, and the screen loop owns the view.
+//
+// What a refresh costs the node: one request per topic (its info) and one for the
+// metrics. The list of topics is read once at the start, and again only when the
+// metrics' topics change (a topic created or deleted), not at every refresh.
+
+// watchSample is one refresh.
+type watchSample struct {
+	At   time.Time
+	Rows []TopicStatus
+	// Err is the node not reached at all (Rows nil); MetricsErr is only its metrics.
+	Err, MetricsErr error
+}
+
+// watcher refreshes; it remembers the previous sample for the rates.
+type watcher struct {
+	c    *client.Client
+	now  func() time.Time
+	opts *StatusOptions
+
+	names []string // the topics shown
+	// listed is names coming from the node's list (no TOPIC given): relist is set
+	// when the metrics' topics moved away from listedSet, the metrics' topics at the
+	// last list.
+	listed    bool
+	relist    bool
+	listedSet map[string]bool
+	prev      *watchSample
+}
+
+func newWatcher(c *client.Client, now func() time.Time, opts *StatusOptions) *watcher {
+	w := &watcher{c: c, now: now, opts: opts, names: opts.Topics}
+	if len(opts.Topics) == 0 {
+		w.listed, w.relist = true, true
+	}
+	return w
+}
+
+// refresh takes one sample and fills its rates from the previous good one.
+func (w *watcher) refresh(ctx context.Context) watchSample {
+	s := watchSample{At: w.now()}
+	if w.relist {
+		names, err := topicNames(ctx, w.c)
+		if err != nil {
+			s.Err = err
+			return s
+		}
+		w.names, w.relist, w.listedSet = names, false, nil
+	}
+	rows, m, merr := readStatus(ctx, w.c, w.names)
+	s.Rows, s.MetricsErr = rows, merr
+	if len(rows) > 0 && allUnreached(rows) {
+		return watchSample{At: s.At, Err: rows[0].err}
+	}
+	if w.listed && m != nil {
+		seen := m.topics()
+		switch {
+		case w.listedSet == nil:
+			w.listedSet = seen
+		case !sameSet(seen, w.listedSet):
+			w.relist = true // read at the next refresh: this one is already taken
+		}
+	}
+	if w.prev != nil {
+		watchRates(w.prev.Rows, w.prev.At, s.Rows, s.At)
+	}
+	w.prev = &s
+	return s
+}
+
+// allUnreached is a refresh where no topic got an answer: the node, not a topic.
+func allUnreached(rows []TopicStatus) bool {
+	for _, r := range rows {
+		if r.err == nil || client.StatusOf(r.err) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// topics is the set of topics the metrics have queue series for.
+func (m *queueMetrics) topics() map[string]bool {
+	set := make(map[string]bool, len(m.lag))
+	for t := range m.lag {
+		set[t] = true
+	}
+	return set
+}
+
+func sameSet(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// watchRates fills cur's rates from prev, taken dt earlier. The produce rate is the
+// growth of the high watermarks; the consume rate the growth of the messages settled
+// (acked) as the metrics count them. A rate is left nil where either reading is
+// missing (an error, no metrics, stats with a partition missing) or its counter went
+// back (the topic deleted and made again, the node restarted): no rate is better
+// than a wrong one.
+func watchRates(prev []TopicStatus, prevAt time.Time, cur []TopicStatus, at time.Time) {
+	dt := at.Sub(prevAt).Seconds()
+	if dt <= 0 {
+		return
+	}
+	before := make(map[string]*TopicStatus, len(prev))
+	for i := range prev {
+		before[prev[i].Name] = &prev[i]
+	}
+	for i := range cur {
+		r := &cur[i]
+		p := before[r.Name]
+		if p == nil || p.err != nil || r.err != nil {
+			continue
+		}
+		if !p.Partial && !r.Partial {
+			r.ProducePerSec = perSecond(p.highWatermark, r.highWatermark, dt)
+		}
+		if p.queue != nil && r.queue != nil && p.queue.hasProduced && r.queue.hasProduced &&
+			p.queue.hasAckedAhead && r.queue.hasAckedAhead {
+			r.ConsumePerSec = perSecond(p.queue.settled(), r.queue.settled(), dt)
+		}
+	}
+}
+
+// perSecond is a counter's growth a second, to a tenth; nil when it went back.
+func perSecond(before, after int64, dt float64) *float64 {
+	if after < before {
+		return nil
+	}
+	v := math.Round(float64(after-before)/dt*10) / 10
+	return &v
+}
+
+func statusWatch(f *Factory, opts *StatusOptions) error {
+	c, err := f.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.Context()
+	defer cancel()
+	if opts.Server == "" {
+		opts.Server = c.BaseURL()
+	}
+	w := newWatcher(c, f.Now, opts)
+	first := w.refresh(ctx)
+	if first.Err != nil {
+		// A node never reached fails fast, as sub does; one that goes away later is
+		// shown as gone and tried again.
+		return apiFatal(f, c, first.Err, "")
+	}
+	var err2 error
+	if opts.Output == "text" && f.IO.IsStdoutTTY() {
+		err2 = watchTerminal(ctx, f, opts, w, first)
+	} else {
+		err2 = watchLines(ctx, f, opts, w, first)
+	}
+	if f.Signals.Received() == syscall.SIGINT {
+		// Ctrl-C is how a watch ends: exit 0 (CLI.md), not 130.
+		f.Signals.ClearForCleanStop()
+	}
+	return err2
+}
+
+// watchEnd is why a watch stops, besides a signal.
+type watchEnd struct {
+	timeout <-chan time.Time
+	refreshes,
+	count int
+}
+
+// done is a watch's end after a refresh, once --count refreshes were made.
+func (e *watchEnd) done() bool {
+	e.refreshes++
+	return e.count > 0 && e.refreshes >= e.count
+}
+
+// timedOut is the result of --timeout: exit 3 when --count was not reached.
+func (e *watchEnd) timedOut(opts *StatusOptions) error {
+	if e.count > 0 {
+		return exitWith(ExitTimeout, fmt.Errorf("--timeout %s ran out after %d of %d refreshes", opts.Timeout, e.refreshes, e.count))
+	}
+	return nil
+}
+
+func newWatchEnd(opts *StatusOptions) *watchEnd {
+	e := &watchEnd{count: opts.Count}
+	if opts.Timeout > 0 {
+		e.timeout = opts.timer(opts.Timeout)
+	}
+	return e
+}
+
+// watchLines prints each refresh as a whole document: a table (under a line with its
+// time), or one compact JSON object a line.
+func watchLines(ctx context.Context, f *Factory, opts *StatusOptions, w *watcher, s watchSample) error {
+	end := newWatchEnd(opts)
+	for {
+		if err := printWatchSample(f, opts, s); err != nil {
+			return jsonDone(err) // a reader gone away has seen enough: exit 0
+		}
+		if end.done() {
+			return nil
+		}
+		wait := opts.Interval - f.Now().Sub(s.At)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-end.timeout:
+			return end.timedOut(opts)
+		case <-opts.timer(max(wait, 0)):
+		}
+		s = w.refresh(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// watchLine is one refresh in -o json.
+type watchLine struct {
+	Time string `json:"time"`
+	// Topics is absent when the node was not reached; Error then says why.
+	Topics       []TopicStatus `json:"topics,omitempty"`
+	Error        string        `json:"error,omitempty"`
+	MetricsError string        `json:"metrics_error,omitempty"`
+}
+
+func printWatchSample(f *Factory, opts *StatusOptions, s watchSample) error {
+	if opts.Output == "json" {
+		line := watchLine{Time: s.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Topics: s.Rows}
+		if s.Err != nil {
+			line.Error = "cannot reach the node: " + describeErr(s.Err)
+		} else if line.Topics == nil {
+			line.Topics = []TopicStatus{}
+		}
+		if s.MetricsErr != nil {
+			line.MetricsError = describeErr(s.MetricsErr)
+		}
+		return f.writeJSON(f.IO.Out, line)
+	}
+	out := f.IO.Out
+	if _, err := fmt.Fprintf(out, "at %s (every %s)\n", s.At.Format("15:04:05"), opts.Interval); err != nil {
+		return err
+	}
+	if s.Err != nil {
+		_, err := fmt.Fprintf(out, "cannot reach the node: %s (trying again)\n\n", render.Escape(describeErr(s.Err)))
+		return err
+	}
+	if s.MetricsErr != nil {
+		if _, err := fmt.Fprintf(out, "in flight, lag and consume rates not shown: %s\n", render.Escape(metricsProblem(s.MetricsErr))); err != nil {
+			return err
+		}
+	}
+	if err := render.Table(out, false, false, watchHeaders, watchCells(s.Rows)); err != nil {
+		return err
+	}
+	_, err := io.WriteString(out, "\n")
+	return err
+}
+
+// metricsProblem says why in flight and lag are not shown.
+func metricsProblem(err error) string {
+	if st := client.StatusOf(err); st == http.StatusUnauthorized || st == http.StatusForbidden {
+		return "this user may not read the node's /metrics"
+	}
+	return describeErr(err)
+}
+
+var watchHeaders = []string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG", "PRODUCE/S", "CONSUME/S"}
+
+// watchCells are the table's cells for rows.
+func watchCells(rows []TopicStatus) [][]string {
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		if r.Error != "" {
+			cells[i] = []string{r.Name, "-", "-", "-", "-", "-", "-", "-"}
+			continue
+		}
+		retained := strconv.FormatInt(r.Retained, 10)
+		if r.Partial {
+			retained += "+"
+		}
+		cells[i] = []string{r.Name, strconv.Itoa(r.Partitions), retained, formatBytes(r.SizeBytes),
+			optCount(r.InFlight), optCount(r.Lag), optRate(r.ProducePerSec), optRate(r.ConsumePerSec)}
+	}
+	return cells
+}
+
+func optRate(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64)
+}

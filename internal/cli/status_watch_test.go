@@ -1,0 +1,348 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/devbroker"
+	"github.com/narad/narad/internal/iostreams"
+	"github.com/narad/narad/internal/render"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestWatchRates(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	q := func(produced, lag, ackedAhead int64) *topicQueue {
+		return &topicQueue{produced: produced, lag: lag, ackedAhead: ackedAhead, hasProduced: true, hasAckedAhead: true}
+	}
+	prev := []TopicStatus{
+		{Name: "orders", highWatermark: 100, queue: q(100, 40, 5)}, // 65 settled
+		{Name: "recreated", highWatermark: 500, queue: q(500, 0, 0)},
+		{Name: "nometrics", highWatermark: 10},
+		{Name: "partial", highWatermark: 10, Partial: true, queue: q(10, 0, 0)},
+		{Name: "failed", err: errors.New("boom"), Error: "boom"},
+		{Name: "noacked", highWatermark: 1, queue: &topicQueue{produced: 1, hasProduced: true}},
+	}
+	cur := []TopicStatus{
+		{Name: "new", highWatermark: 7, queue: q(7, 7, 0)},
+		{Name: "orders", highWatermark: 150, queue: q(150, 30, 0)}, // 120 settled
+		{Name: "recreated", highWatermark: 3, queue: q(3, 3, 0)},
+		{Name: "nometrics", highWatermark: 13},
+		{Name: "partial", highWatermark: 20, queue: q(20, 0, 0)},
+		{Name: "failed", highWatermark: 5, queue: q(5, 0, 0)},
+		{Name: "noacked", highWatermark: 3, queue: &topicQueue{produced: 3, hasProduced: true}},
+	}
+	watchRates(prev, t0, cur, t0.Add(2*time.Second))
+	want := map[string][2]string{
+		"new":       {"-", "-"},       // nothing to compare with
+		"orders":    {"25.0", "27.5"}, // (150-100)/2, (120-65)/2
+		"recreated": {"-", "-"},       // a counter that went back
+		"nometrics": {"1.5", "-"},
+		"partial":   {"-", "5.0"}, // placeholder stats are no high watermark
+		"failed":    {"-", "-"},
+		"noacked":   {"1.0", "-"}, // without acked-ahead, settled cannot be told
+	}
+	for _, r := range cur {
+		got := [2]string{optRate(r.ProducePerSec), optRate(r.ConsumePerSec)}
+		if got != want[r.Name] {
+			t.Errorf("%s: rates %v, want %v", r.Name, got, want[r.Name])
+		}
+	}
+
+	// No time between two readings: no rate rather than a division by zero.
+	again := []TopicStatus{{Name: "orders", highWatermark: 200, queue: q(200, 0, 0)}}
+	watchRates(cur, t0, again, t0)
+	if again[0].ProducePerSec != nil || again[0].ConsumePerSec != nil {
+		t.Errorf("rates over no time: %v %v", again[0].ProducePerSec, again[0].ConsumePerSec)
+	}
+}
+
+func TestTopicQueueReadyAndSettled(t *testing.T) {
+	// 10 above the frontier: 3 leased, 2 acked ahead, so 5 ready; 90 below it.
+	q := topicQueue{produced: 100, lag: 10, inFlight: 3, ackedAhead: 2}
+	if q.ready() != 5 || q.settled() != 92 {
+		t.Errorf("ready %d settled %d, want 5 and 92", q.ready(), q.settled())
+	}
+}
+
+func TestWaitLook(t *testing.T) {
+	row := func(name string, hw int64, q *topicQueue) TopicStatus {
+		return TopicStatus{Name: name, highWatermark: hw, queue: q}
+	}
+	empty := &topicQueue{produced: 10, hasProduced: true, hasAckedAhead: true}
+	state, _, err := waitLook([]TopicStatus{row("a", 10, empty)}, &queueMetrics{}, nil)
+	if err != nil || !allEmpty(state) {
+		t.Fatalf("empty topic: %+v %v", state, err)
+	}
+	// Gauges behind the high watermark (a node refreshes them every few seconds):
+	// their zeros are not an empty topic yet.
+	state, _, err = waitLook([]TopicStatus{row("a", 13, empty)}, &queueMetrics{}, nil)
+	if err != nil || allEmpty(state) || state[0].Unseen != 3 {
+		t.Fatalf("stale gauges: %+v %v", state, err)
+	}
+	if got := state[0].left(); got != "a: 3 not yet in the node's metrics" {
+		t.Errorf("left = %q", got)
+	}
+	busy := &topicQueue{produced: 10, lag: 6, inFlight: 2, ackedAhead: 1, hasProduced: true, hasAckedAhead: true}
+	state, _, _ = waitLook([]TopicStatus{row("a", 10, busy)}, &queueMetrics{}, nil)
+	if got := state[0].left(); got != "a: 3 ready, 2 in flight" {
+		t.Errorf("left = %q", got)
+	}
+	// A topic the metrics say nothing of, metrics refused: cannot tell, never empty.
+	if _, topic, err := waitLook([]TopicStatus{row("a", 0, nil)}, &queueMetrics{}, nil); !errors.Is(err, errWaitUnknown) || topic != "a" {
+		t.Errorf("no series: %v (topic %q)", err, topic)
+	}
+	for _, st := range []int{401, 403, 404} {
+		merr := &client.Error{Op: client.OpMetrics, Status: st, Message: "no"}
+		if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, nil, merr); !errors.Is(err, errWaitUnknown) {
+			t.Errorf("metrics %d: %v", st, err)
+		}
+	}
+	// A node that answers 503 for a moment may do better at the next look.
+	merr := &client.Error{Op: client.OpMetrics, Status: 503, Message: "busy"}
+	if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, nil, merr); errors.Is(err, errWaitUnknown) || !retryable(err) {
+		t.Errorf("metrics 503: %v", err)
+	}
+}
+
+// A watch over 500 topics costs one request per topic per refresh and one for the
+// metrics; the topics are listed once, and again only when the metrics show the set
+// of topics changed.
+func TestWatchRequestsPerRefresh(t *testing.T) {
+	const topics = 500
+	cfg := devbroker.Config{Addr: "127.0.0.1:0"}
+	for i := range topics {
+		cfg.Topics = append(cfg.Topics, devbroker.TopicSpec{Name: fmt.Sprintf("t%03d", i), Partitions: 3})
+	}
+	b, err := devbroker.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	ios, _, out, errOut := iostreams.Test()
+	env := map[string]string{"NARAD_CONFIG": t.TempDir() + "/config.yaml", "NARAD_ADDR": b.URL()}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	f.root = NewRootCmd(f) // the connection flags' defaults
+	type counts struct{ info, metrics, list int }
+	var seen []counts // the broker's counters before each wait, i.e. after each refresh
+	waits := 0
+	opts := &StatusOptions{Watch: true, Interval: 2 * time.Second, Count: 4, Output: "json",
+		after: func(d time.Duration) <-chan time.Time {
+			seen = append(seen, counts{b.Requests("topic_info"), b.Requests("metrics"), b.Requests("list_topics")})
+			if waits++; waits == 2 {
+				// After the second refresh a topic appears: the third refresh sees it in
+				// the metrics, the fourth lists and reads it.
+				if err := b.CreateTopic(devbroker.TopicSpec{Name: "zzz", Partitions: 3}); err != nil {
+					t.Error(err)
+				}
+			}
+			ch := make(chan time.Time, 1)
+			ch <- time.Now() // the interval has passed: nothing sleeps
+			return ch
+		}}
+	if err := statusRun(f, opts); err != nil {
+		t.Fatalf("watch: %v (%s)", err, errOut)
+	}
+	final := counts{b.Requests("topic_info"), b.Requests("metrics"), b.Requests("list_topics")}
+	seen = append(seen, final)
+	// A list is a request per page of 100 topics: 5 for 500, 6 for 501.
+	want := []counts{
+		{topics, 1, 5},
+		{2 * topics, 2, 5},
+		{3 * topics, 3, 5},    // zzz is in these metrics, not yet in the list
+		{4*topics + 1, 4, 11}, // listed again, once, and read
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("%d refreshes, want %d: %+v", len(seen), len(want), seen)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Errorf("after refresh %d: %+v requests, want %+v", i+1, seen[i], want[i])
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[3], `"name":"zzz"`) || strings.Contains(lines[2], `"name":"zzz"`) {
+		t.Errorf("%d lines; zzz in the last only? %v", len(lines), strings.Contains(lines[3], "zzz"))
+	}
+}
+
+func viewSample(at time.Time, n int) watchSample {
+	s := watchSample{At: at}
+	for i := range n {
+		s.Rows = append(s.Rows, TopicStatus{Name: fmt.Sprintf("topic-%02d", i), Partitions: 3, Retained: int64(i),
+			InFlight: ptr(int64(1)), Lag: ptr(int64(2)), ProducePerSec: ptr(12.5), ConsumePerSec: ptr(0.0)})
+	}
+	return s
+}
+
+func plainStyles() render.Styles { return render.NewStyles(&bytes.Buffer{}, false) }
+
+func checkFits(t *testing.T, lines []string, width, height int) {
+	t.Helper()
+	if len(lines) > height {
+		t.Errorf("%d lines on a screen of %d", len(lines), height)
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > width {
+			t.Errorf("line of %d columns on a screen of %d: %q", n, width, l)
+		}
+	}
+}
+
+func TestWatchViewFitsAndScrolls(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 11, 12, 0, time.UTC)
+	v := newWatchView("http://127.0.0.1:7942", 2*time.Second, plainStyles(), 80, 24)
+	v.update(viewSample(at, 50))
+	lines := v.view()
+	checkFits(t, lines, 80, 24)
+	if len(lines) != 24 {
+		t.Errorf("%d lines, want the whole screen of 24", len(lines))
+	}
+	if lines[1] != "refreshed 10:11:12" {
+		t.Errorf("state line %q", lines[1])
+	}
+	if !strings.HasPrefix(lines[2], "TOPIC ") || !strings.Contains(lines[2], "PRODUCE/S") {
+		t.Errorf("header %q", lines[2])
+	}
+	if !strings.HasPrefix(lines[3], "topic-00 ") || !strings.Contains(lines[3], "12.5") {
+		t.Errorf("first row %q", lines[3])
+	}
+	if got := lines[23]; got != "topics 1–20 of 50 · ↑↓ PgUp PgDn scroll · q quits" {
+		t.Errorf("footer %q", got)
+	}
+	v.key("j")
+	v.key("\x1b[B")
+	if got := v.view()[3]; !strings.HasPrefix(got, "topic-02 ") {
+		t.Errorf("after two downs the first row is %q", got)
+	}
+	v.key("G")
+	lines = v.view()
+	if !strings.HasPrefix(lines[22], "topic-49 ") || lines[23] != "topics 31–50 of 50 · ↑↓ PgUp PgDn scroll · q quits" {
+		t.Errorf("at the end: %q / %q", lines[22], lines[23])
+	}
+	v.key("k") // up from the end
+	if got := v.view()[3]; !strings.HasPrefix(got, "topic-29 ") {
+		t.Errorf("one up from the end: %q", got)
+	}
+	// A resize reflows: narrower lines, fewer rows, still in bounds.
+	v.resize(40, 10)
+	lines = v.view()
+	checkFits(t, lines, 40, 10)
+	if !strings.HasSuffix(lines[3], "…") {
+		t.Errorf("a cut row ends with an ellipsis: %q", lines[3])
+	}
+	for _, k := range []string{"q", "\x03"} {
+		if !v.key(k) {
+			t.Errorf("key %q does not quit", k)
+		}
+	}
+	if v.key("x") {
+		t.Error("any key quits")
+	}
+}
+
+func TestWatchViewNodeLost(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	v := newWatchView("http://127.0.0.1:7942", 2*time.Second, plainStyles(), 100, 24)
+	v.update(viewSample(at, 2))
+	lost := errors.New("dial tcp 127.0.0.1:7942: connect: connection refused")
+	v.update(watchSample{At: at.Add(2 * time.Second), Err: lost})
+	v.update(watchSample{At: at.Add(4 * time.Second), Err: lost})
+	lines := v.view()
+	checkFits(t, lines, 100, 24)
+	want := "node unreachable since 10:00:02: dial tcp 127.0.0.1:7942: connect: connection refused (trying every…"
+	if lines[1] != want {
+		t.Errorf("state line\n%q, want\n%q", lines[1], want)
+	}
+	// The last table stays on screen.
+	if !strings.HasPrefix(lines[3], "topic-00 ") || !strings.HasPrefix(lines[4], "topic-01 ") {
+		t.Errorf("table gone: %q", lines)
+	}
+	// Back: the state line says when it refreshed, the error is gone.
+	v.update(viewSample(at.Add(6*time.Second), 2))
+	if got := v.view()[1]; got != "refreshed 10:00:06" {
+		t.Errorf("back: %q", got)
+	}
+}
+
+func TestWatchViewMetricsRefusedAndNoTopics(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	v := newWatchView("s", time.Second, plainStyles(), 80, 24)
+	v.update(watchSample{At: at, MetricsErr: &client.Error{Op: client.OpMetrics, Status: 403, Message: "no"}})
+	lines := v.view()
+	if lines[1] != "refreshed 10:00:00 · in flight, lag and consume rates not shown: this user may …" {
+		t.Errorf("state %q", lines[1])
+	}
+	if lines[2] != "no topics (create one with narad topic create NAME)" {
+		t.Errorf("no topics: %q", lines)
+	}
+}
+
+func TestFrameDrawsInPlace(t *testing.T) {
+	got := string(frame([]string{"a", "b"}))
+	// Home, each line erased to its end, everything below erased: no clear screen,
+	// so nothing flickers, and no newline after the last line, so nothing scrolls.
+	if got != "\x1b[Ha\x1b[K\r\nb\x1b[K\x1b[J" {
+		t.Errorf("frame %q", got)
+	}
+}
+
+// On a terminal: the alternate screen, a frame, and q ends the watch with exit 0;
+// so does Ctrl-C (a SIGINT when the terminal is not raw).
+func TestWatchTerminalQuits(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	run := func(stdin string, signal bool) (int, string) {
+		ios, in, out, _ := iostreams.Test()
+		in.WriteString(stdin)
+		ios.SetTTY(true, true, true)
+		env := map[string]string{"NARAD_CONFIG": t.TempDir() + "/config.yaml", "NARAD_ADDR": b.URL()}
+		f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+		if signal {
+			// Ctrl-C once the first frame is on screen.
+			ios.Out = writeHook{out, func(p []byte) {
+				if bytes.Contains(p, []byte("orders")) {
+					f.Signals.Trigger(syscall.SIGINT)
+				}
+			}}
+		}
+		return Run(f, []string{"status", "--watch", "--interval", "1h"}), out.String()
+	}
+	for _, c := range []struct {
+		stdin  string
+		signal bool
+	}{{"q", false}, {"\x03", false}, {"", true}} {
+		code, out := run(c.stdin, c.signal)
+		if code != 0 {
+			t.Errorf("stdin %q signal %v: exit %d", c.stdin, c.signal, code)
+		}
+		if !strings.HasPrefix(out, "\x1b[?1049h\x1b[?25l\x1b[H") || !strings.HasSuffix(out, "\x1b[?25h\x1b[?1049l") ||
+			!strings.Contains(out, "orders") {
+			t.Errorf("stdin %q signal %v: screen %q", c.stdin, c.signal, out)
+		}
+	}
+}
+
+// writeHook calls after on each write, once it went through.
+type writeHook struct {
+	w     *bytes.Buffer
+	after func([]byte)
+}
+
+func (h writeHook) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p)
+	h.after(p)
+	return n, err
+}
