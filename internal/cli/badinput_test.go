@@ -327,7 +327,7 @@ func badCases(e *badEnv) []badCase {
 		// --- flags ---
 		{name: "unknown flag", args: []string{"sub", "t", "--bogus"}, code: ExitUsage, stderr: `^narad: unknown flag: --bogus \(see --help\)$`},
 		{name: "unknown command", args: []string{"sbu", "t"}, code: ExitUsage, stderr: `^narad: unknown command "sbu" for "narad" \(did you mean sub\?`},
-		{name: "bad duration", args: []string{"sub", "t", "--wait", "5x"}, code: ExitUsage, stderr: `^narad: invalid argument "5x" for "--wait" flag`},
+		{name: "bad duration", args: []string{"sub", "t", "--wait", "5x"}, code: ExitUsage, stderr: `^narad: invalid --wait "5x": not a duration`},
 		{name: "negative duration", args: []string{"sub", "t", "--timeout", "-1s"}, code: ExitUsage, stderr: `must not be negative`},
 		{name: "negative count, sub", args: []string{"sub", "t", "--count", "-1"}, code: ExitUsage, stderr: `^narad: --count must not be negative$`},
 		{name: "negative count, produce", args: []string{"produce", "t", "x", "--count", "-3"}, code: ExitUsage, stderr: `^narad: invalid --count -3 \(1 or more\)$`},

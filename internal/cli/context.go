@@ -354,7 +354,7 @@ func contextShowCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *
 			"  narad context show prod -o json",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("narad context show takes at most one context name")
+				return usageErrorf("context show takes at most one context name (see narad context show --help)")
 			}
 			return nil
 		},

@@ -59,7 +59,7 @@ func apiFatal(f *Factory, c *client.Client, err error, topic string) error {
 		}
 	case http.StatusForbidden:
 		var e *client.Error
-		if errors.As(err, &e) {
+		if errors.As(err, &e) && !nodeSaidWhy(err) {
 			hint = missingGrant(e.Op.Grant(), topic)
 		}
 	case http.StatusNotFound:
@@ -114,6 +114,18 @@ func transportHint(base string, err error) string {
 		return fmt.Sprintf("cannot reach %s; check --server or the context", base)
 	}
 	return ""
+}
+
+// nodeSaidWhy reports a refusal whose text names its reason (a grant, admin, what
+// cannot be done: "user "app" lacks a create grant for topic "x"", not "forbidden"):
+// a hint of ours would only say it again, or guess wrong.
+func nodeSaidWhy(err error) bool {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	msg := strings.ToLower(e.Message)
+	return strings.Contains(msg, "grant") || strings.Contains(msg, "admin") || strings.Contains(msg, "cannot")
 }
 
 // missingGrant is the hint for a 403: what the user lacks for an operation.

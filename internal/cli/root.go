@@ -524,17 +524,23 @@ func (f *Factory) claimStdin(what, instead string) error {
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageErrorf("%s takes %s (see %s --help)", cmd.CommandPath(), names, cmd.CommandPath())
+			return usageErrorf("%s takes %s (see %s --help)", commandName(cmd), names, cmd.CommandPath())
 		}
 		return nil
 	}
+}
+
+// commandName is cmd's path without the leading "narad", which every error line
+// already starts with ("narad: sub takes a topic").
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
 // minArgs is cobra.MinimumNArgs with the usage exit code and a hint.
 func minArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usageErrorf("%s takes %s (see %s --help)", cmd.CommandPath(), names, cmd.CommandPath())
+			return usageErrorf("%s takes %s (see %s --help)", commandName(cmd), names, cmd.CommandPath())
 		}
 		return nil
 	}

@@ -217,7 +217,12 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 			return usageErrorf("--offset needs --partition (and not --from-beginning)")
 		}
 	} else if changed("from-beginning") || opts.Offset != nil {
-		return usageErrorf("--from-beginning and --offset need --peek (or use narad replay)")
+		// Name only what was typed.
+		name := "--offset"
+		if changed("from-beginning") {
+			name = "--from-beginning"
+		}
+		return usageErrorf("%s needs --peek (or use narad replay)", name)
 	}
 	if opts.Interactive {
 		if err := opts.validateInteractive(changed); err != nil {

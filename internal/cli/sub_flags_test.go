@@ -121,8 +121,8 @@ func TestSubFlags(t *testing.T) {
 		{[]string{"orders", "--partition", "-1"}, "--partition must be 0 or more"},
 		{[]string{"orders", "--max", "0"}, "--max"},
 		{[]string{"orders", "--stats=yaml"}, "--stats"},
-		{[]string{"orders", "--offset", "0"}, "need --peek"},
-		{[]string{"orders", "--from-beginning=false"}, "need --peek"}, // given, even as false
+		{[]string{"orders", "--offset", "0"}, "--offset needs --peek"},
+		{[]string{"orders", "--from-beginning=false"}, "--from-beginning needs --peek"}, // given, even as false
 		{[]string{"orders", "--peek", "--offset", "0"}, "--offset needs --partition"},
 		{[]string{"orders", "--peek", "--partition", "1", "--offset", "0", "--from-beginning"}, "--offset needs --partition"},
 		{[]string{"orders", "--peek", "--max", "100"}, "--max does not apply to --peek"}, // the default, given

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,7 +49,32 @@ func flagError(cmd *cobra.Command, err error) error {
 			hint = "did you mean --" + strings.Join(near, " or --") + "? " + hint
 		}
 	}
-	return &exitError{code: ExitUsage, err: fmt.Errorf("%v (%s)", err, hint)}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("%v (%s)", plainFlagError(err), hint)}
+}
+
+// plainFlagError says what was wrong with a flag's value in words, not as the Go
+// parser's own error (`strconv.ParseInt: parsing "abc": invalid syntax`).
+func plainFlagError(err error) error {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	name := "--" + bad.GetFlag().Name
+	why := bad.Unwrap().Error()
+	var num *strconv.NumError
+	switch {
+	case errors.As(err, &num) && errors.Is(num.Err, strconv.ErrRange):
+		why = "out of range"
+	case errors.As(err, &num) && strings.HasPrefix(num.Func, "ParseInt"), errors.As(err, &num) && strings.HasPrefix(num.Func, "ParseUint"):
+		why = "not a whole number"
+	case errors.As(err, &num) && num.Func == "ParseFloat":
+		why = "not a number"
+	case errors.As(err, &num) && num.Func == "ParseBool":
+		why = "not true or false"
+	case strings.HasPrefix(why, "time: "):
+		why = "not a duration (e.g. 500ms, 30s, 1h30m)"
+	}
+	return fmt.Errorf("invalid %s %q: %s", name, bad.GetValue(), why)
 }
 
 // nearFlags are the visible flags of fs closest to typed: within suggestDistance

@@ -343,7 +343,7 @@ func topicDetachRun(f *Factory, opts *TopicDetachOptions) error {
 	parent, child := render.Escape(opts.Parent), render.Escape(opts.Child)
 	if !opts.Yes {
 		what := fmt.Sprintf("detach %s from %s", child, parent)
-		if err := confirm(f, what, fmt.Sprintf("Stop copying %s's messages into %s?", parent, child), "y"); err != nil {
+		if err := confirm(f, what, fmt.Sprintf("Stop copying the new messages of %s into %s?", parent, child), "y"); err != nil {
 			return err
 		}
 	}

@@ -167,6 +167,9 @@ func userFatal(f *Factory, c *client.Client, err error, name string) error {
 		return exitWith(ExitFailed, fmt.Errorf("%s (see narad user show %s)", describeErr(err), render.Escape(name)))
 	case client.StatusOf(err) == http.StatusBadRequest:
 		return exitWith(ExitUsage, fmt.Errorf("%s (see narad user --help)", describeErr(err)))
+	case client.StatusOf(err) == http.StatusForbidden && nodeSaidWhy(err):
+		// The node's reason (the root admin, yourself, a grant missing) is the line.
+		return exitWith(ExitFailed, errors.New(describeErr(err)))
 	case client.StatusOf(err) == http.StatusForbidden && opOf(err) == client.OpDeleteUser:
 		return exitWith(ExitFailed, fmt.Errorf("%s (needs admin; the root admin and yourself cannot be removed)", describeErr(err)))
 	case client.StatusOf(err) == http.StatusForbidden && (opOf(err) == client.OpAddUser || opOf(err) == client.OpSetGrants):

@@ -114,7 +114,7 @@ func TestErrorBodiesJSONAndText(t *testing.T) {
 	c, _ := newClient(t, n.URL)
 	for topic, want := range map[string]string{
 		"json":  "topic: 404 topic not found",
-		"text":  "topic: 404 404 page not found",
+		"text":  "topic: 404 page not found", // the status is said once
 		"other": "topic: 403 forbidden",
 	} {
 		_, err := c.Topic(ctxT(t), topic)

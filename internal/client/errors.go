@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -28,10 +29,15 @@ func (e *Error) Error() string {
 	if msg == "" {
 		msg = strings.ToLower(http.StatusText(e.Status))
 	}
-	if e.Op == opNone {
-		return fmt.Sprintf("%d %s", e.Status, msg)
+	// A proxy's plain text often starts with the status itself ("503 Service
+	// Unavailable"): it is not said twice.
+	if code := strconv.Itoa(e.Status); msg != code && !strings.HasPrefix(msg, code+" ") {
+		msg = code + " " + msg
 	}
-	return fmt.Sprintf("%s: %d %s", e.Op, e.Status, msg)
+	if e.Op == opNone {
+		return msg
+	}
+	return fmt.Sprintf("%s: %s", e.Op, msg)
 }
 
 // StatusOf is the HTTP status carried by err (anywhere in its chain), or 0 when err

@@ -126,7 +126,7 @@ func (f fault) text() string {
 		// The exact text a real 410 carries, so a client cannot tell the difference.
 		return textGone
 	}
-	return fmt.Sprintf("injected fault: %d %s", f.status, http.StatusText(f.status))
+	return "injected fault"
 }
 
 type pendingFault struct {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-const injected503 = "injected fault: 503 Service Unavailable"
+const injected503 = "injected fault"
 
 // Point 10: the next n acks answer 503 with no effect; the handle stays good.
 func TestFailNextAck(t *testing.T) {
@@ -37,7 +37,7 @@ func TestFailNextOps(t *testing.T) {
 	h.mustProduce("orders", "", "m")
 
 	h.b.FailNext(OpConsume, 1, 502)
-	wantError(t, h.consume("orders", "wait=10s"), 502, "injected fault: 502 Bad Gateway")
+	wantError(t, h.consume("orders", "wait=10s"), 502, "injected fault")
 	if st := h.stats("orders"); st.InFlight() != 0 || st.Available() != 1 {
 		t.Fatal("a faulted consume leased the message")
 	}
@@ -53,12 +53,12 @@ func TestFailNextOps(t *testing.T) {
 	wantEmpty(t, h.ack("orders", m.ReceiptHandle, "true"), 204)
 
 	h.b.FailNext(OpReplay, 1, 421)
-	wantError(t, h.consume("orders", "partition=0&offset=0"), 421, "injected fault: 421 Misdirected Request")
+	wantError(t, h.consume("orders", "partition=0&offset=0"), 421, "injected fault")
 
 	// Queued faults run in order; n <= 0 clears them.
 	h.b.FailNext(OpAck, 1, 502)
 	h.b.FailNext(OpAck, 1, 503)
-	wantError(t, h.ack("orders", m.ReceiptHandle, ""), 502, "injected fault: 502 Bad Gateway")
+	wantError(t, h.ack("orders", m.ReceiptHandle, ""), 502, "injected fault")
 	h.b.FailNext(OpAck, 0, 0)
 	wantEmpty(t, h.ack("orders", m.ReceiptHandle, ""), 204)
 
@@ -79,7 +79,7 @@ func TestFailNextBatchAck(t *testing.T) {
 	ms := many(t, h.batch("orders", "max=3"))
 	h.b.FailNext(OpAck, 1, 503)
 	wantBody(t, h.batchAck("orders", "", handles(ms)...), 200,
-		`{"results":[{"status":503,"error":"injected fault: 503 Service Unavailable"},{"status":204},{"status":204}]}`+"\n")
+		`{"results":[{"status":503,"error":"injected fault"},{"status":204},{"status":204}]}`+"\n")
 	// The faulted handle is still held: the retry settles it.
 	wantBody(t, h.batchAck("orders", "", ms[0].ReceiptHandle), 200, `{"results":[{"status":204}]}`+"\n")
 }
@@ -89,7 +89,7 @@ func TestFailNextPlainAndReset(t *testing.T) {
 	h := startTopic(t, TopicSpec{})
 	h.b.FailNextPlain(OpProduce, 1, 502)
 	r := h.produce("orders", "", "m")
-	if r.status != 502 || r.header.Get("Content-Type") != "text/plain; charset=utf-8" || string(r.body) != "injected fault: 502 Bad Gateway\n" {
+	if r.status != 502 || r.header.Get("Content-Type") != "text/plain; charset=utf-8" || string(r.body) != "injected fault\n" {
 		t.Fatalf("plain fault: %v %v", r, r.header)
 	}
 	h.b.FailNext(OpProduce, 1, 0)

@@ -339,7 +339,9 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 	case r.end == stopped:
 		done()
 		lease.stop()
-		s.out.notice(ctx, m, r.describe()+": nacked")
+		// Said before the node confirmed it, so as what is being done: a nack that
+		// never gets an answer ends in the paste block of unconfirmed handles.
+		s.out.notice(ctx, m, r.describe()+": giving it back")
 		_ = d.Nack(consumer.Declined)
 		return
 	}
