@@ -66,4 +66,3 @@ func readRegular(path string) ([]byte, fs.FileMode, error) {
 	}
 	return data, fi.Mode(), nil
 }
-

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/narad/narad/internal/client"
@@ -51,4 +52,16 @@ func BenchmarkAppendRaw(b *testing.B) {
 
 func BenchmarkAppendTemplate(b *testing.B) {
 	benchAppend(b, Options{Format: Template, Template: "{{.Partition}} {{.Offset}} {{.Key}} {{.Payload}}\n", Location: seedZone}, seedMsg())
+}
+
+// A larger JSON document (ASCII) and a text of non-ASCII letters: the scan for what
+// must be escaped runs over every byte of both.
+func BenchmarkAppendJSONDocument(b *testing.B) {
+	doc := `{"items":[` + strings.Repeat(`{"sku":"A-1029","qty":3,"note":"leave at the door"},`, 80) + `{}]}`
+	benchAppend(b, Options{Format: JSON}, with(func(m *client.Message) { m.Payload = json.RawMessage(doc) }))
+}
+
+func BenchmarkAppendJSONUnicodeText(b *testing.B) {
+	text := `"` + strings.Repeat("日本語のテキスト、ελληνικά, кириллица. ", 60) + `"`
+	benchAppend(b, Options{Format: JSON}, with(func(m *client.Message) { m.Payload = json.RawMessage(text) }))
 }

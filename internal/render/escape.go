@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"unicode/utf8"
 )
 
@@ -140,7 +141,8 @@ func escapeTail(dst []byte, start int) []byte {
 
 // appendJSONString appends s as a JSON string. It escapes what JSON requires, turns
 // invalid UTF-8 into U+FFFD as encoding/json does (callers that must keep such bytes
-// send them base64 instead), and also escapes DEL, C1 controls and U+2028/U+2029: the
+// send them base64 instead), and also escapes DEL, C1 controls, bidi controls,
+// zero-width characters and U+2028/U+2029 (see InertJSON): the
 // decoded value is the same, and a json line shown on a terminal stays inert. No HTML
 // escaping: nothing here ends up in a web page.
 func appendJSONString(dst []byte, s string) []byte {
@@ -175,12 +177,9 @@ func appendJSONString(dst []byte, s string) []byte {
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
-		case isC1(r):
+		case mustEscape(r) || r == '\u2028' || r == '\u2029':
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			dst = appendUEscape(dst, r)
 		default:
 			i += size
 			continue
@@ -192,23 +191,105 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// InertJSON returns the JSON document j with every C1 control written as a \u escape,
-// the same value, inert on a terminal: encoding/json leaves C1 controls raw. A C1
-// control can only stand inside a JSON string, and its first byte (0xC2) is never the
-// continuation of another character, so the bytes around it, even ones that are not
-// UTF-8, are kept as they are. j itself is returned when there is none.
+// InertJSON returns the JSON document j with every character a terminal may act on or
+// hide written as a \u escape: DEL, C1 controls, bidi controls, zero-width characters
+// and U+2028/U+2029 (encoding/json leaves all but the last two raw, and a payload's
+// JSON has them as it was produced). The value is the same. Outside a string none of
+// them is valid JSON, and none of their bytes is the continuation of another
+// character, so the bytes around them, even ones that are not UTF-8, are kept as they
+// are. j itself is returned when there is none.
 func InertJSON(j []byte) []byte {
-	if !containsC1(j) {
+	i := inertIndex(j)
+	if i < 0 {
 		return j
 	}
 	out := make([]byte, 0, len(j)+16)
-	for i := 0; i < len(j); i++ {
-		if j[i] == 0xc2 && i+1 < len(j) && j[i+1] >= 0x80 && j[i+1] <= 0x9f {
-			out = append(out, '\\', 'u', '0', '0', hexDigits[j[i+1]>>4], hexDigits[j[i+1]&0xf])
+	out = append(out, j[:i]...)
+	for i < len(j) {
+		c := j[i]
+		if c < 0x7f {
+			out = append(out, c)
 			i++
 			continue
 		}
-		out = append(out, j[i])
+		if r, size := unsafeRuneAt(j, i); size > 0 {
+			out = appendUEscape(out, r)
+			i += size
+			continue
+		}
+		out = append(out, c)
+		i++
 	}
 	return out
+}
+
+// appendUEscape appends r (in the BMP) as a JSON \u escape.
+func appendUEscape(dst []byte, r rune) []byte {
+	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}
+
+// unsafeRuneAt reports the character at b[i] when it is one InertJSON escapes, with
+// its size in bytes; size is 0 for anything else (printable text, bytes that are not
+// UTF-8). It matches the UTF-8 bytes of the set directly (the same set as mustEscape,
+// with U+2028/U+2029), since it runs at every candidate byte of a payload.
+func unsafeRuneAt(b []byte, i int) (rune, int) {
+	at := func(k int) byte {
+		if i+k < len(b) {
+			return b[i+k]
+		}
+		return 0
+	}
+	switch b[i] {
+	case 0x7f:
+		return 0x7f, 1
+	case 0xc2: // C1: U+0080..U+009F
+		if c := at(1); c >= 0x80 && c <= 0x9f {
+			return rune(c), 2
+		}
+	case 0xd8: // U+061C
+		if at(1) == 0x9c {
+			return 0x061c, 2
+		}
+	case 0xe2:
+		c1, c2 := at(1), at(2)
+		r := 0x2000 | rune(c1&0x0f)<<6 | rune(c2&0x3f)
+		switch {
+		case c1 == 0x80 && (c2 >= 0x8b && c2 <= 0x8f || c2 >= 0xa8 && c2 <= 0xae), // U+200B..F, U+2028..E
+			c1 == 0x81 && (c2 == 0xa0 || c2 >= 0xa6 && c2 <= 0xa9): // U+2060, U+2066..9
+			return r, 3
+		}
+	case 0xef: // U+FEFF
+		if at(1) == 0xbb && at(2) == 0xbf {
+			return 0xfeff, 3
+		}
+	}
+	return 0, 0
+}
+
+// unsafeLeads are the first bytes of the characters unsafeRuneAt matches.
+var unsafeLeads = [...]byte{0x7f, 0xc2, 0xd8, 0xe2, 0xef}
+
+// inertIndex is the index of the first character of b that InertJSON escapes, or -1.
+// It looks for each possible first byte with bytes.IndexByte, which passes over clean
+// data many bytes at a time (five passes cost less than one byte-by-byte loop), and
+// checks only the candidates it finds.
+func inertIndex(b []byte) int {
+	first := len(b)
+	for _, lead := range unsafeLeads {
+		for off := 0; off < first; {
+			j := bytes.IndexByte(b[off:first], lead)
+			if j < 0 {
+				break
+			}
+			if _, size := unsafeRuneAt(b, off+j); size > 0 {
+				first = off + j
+				break
+			}
+			off += j + 1
+		}
+	}
+	if first == len(b) {
+		return -1
+	}
+	return first
 }

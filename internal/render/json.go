@@ -28,9 +28,10 @@ var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
 //     "payload_encoding":"base64". Compacting it would change the produced bytes, and a
 //     raw newline would split the record; base64 is the API's own way of carrying bytes
 //     exactly, and `produce --json` already decodes it.
-//   - A payload holding a C1 control raw (U+0080..U+009F, which JSON allows in a string
-//     and a terminal may act on): a text payload as the same string with it escaped,
-//     any other JSON value base64 as above.
+//   - A payload holding raw a character InertJSON escapes (DEL, C1 controls, bidi
+//     controls, zero-width characters, U+2028/U+2029: JSON allows them in a string, and
+//     a terminal acts on them or hides text with them): a text payload as the same
+//     string with them escaped, any other JSON value base64 as above.
 //   - A key that is not valid UTF-8 without key_encoding (an older node's escapes, read
 //     leniently by the client) is written base64 with "key_encoding":"base64", because a
 //     JSON string cannot carry those bytes unchanged.
@@ -57,14 +58,16 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 		// node's payload is valid JSON, so this costs a scan and never fires.
 		return dst, errInvalidPayloadJSON
 	}
-	// JSON lets a string hold C1 controls raw, and a terminal may act on them (U+009B
-	// is CSI). A text payload is written as the same string with them escaped; any
-	// other JSON value keeps its exact bytes by going base64, as a multi-line one does.
+	// JSON lets a string hold DEL, C1 controls, bidi controls and zero-width characters
+	// raw; a terminal may act on the first ones (U+009B is CSI), and the others reorder
+	// or hide what is read (U+202E). A text payload is written as the same string with
+	// them escaped; any other JSON value keeps its exact bytes by going base64, as a
+	// multi-line one does.
 	// The string is escaped where it stands, not decoded and encoded again: an older
 	// node can send bytes that are not UTF-8 inside it, and a new encoding would turn
 	// them into U+FFFD where the verbatim string keeps them.
 	// An encoded payload is a string too: its value is unchanged by the escapes.
-	if !asBase64 && containsC1(raw) {
+	if !asBase64 && inertIndex(raw) >= 0 {
 		if v := trimJSONSpace(raw); v[0] == '"' {
 			raw = InertJSON(v)
 		} else {
@@ -118,19 +121,4 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 // trimJSONSpace drops the whitespace JSON allows around a value.
 func trimJSONSpace(b []byte) []byte {
 	return bytes.Trim(b, " \t\r\n")
-}
-
-// containsC1 reports whether b holds a C1 control encoded as UTF-8 (C2 80..C2 9F);
-// in valid UTF-8 a C2 byte only ever starts such a two-byte sequence.
-func containsC1(b []byte) bool {
-	for {
-		i := bytes.IndexByte(b, 0xc2)
-		if i < 0 || i+1 >= len(b) {
-			return false
-		}
-		if c := b[i+1]; c >= 0x80 && c <= 0x9f {
-			return true
-		}
-		b = b[i+1:]
-	}
 }
