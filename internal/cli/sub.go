@@ -181,14 +181,14 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt; with -i: where d sends it")
 	fl.DurationVar(&opts.MaxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
-	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "exec mode: after a signal, time running commands get to finish")
+	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "after a signal, time running commands, lines in a pipe and acks being retried get to finish")
 	fl.BoolVar(&opts.Prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
 	return cmd
 }
 
 // execOnlyFlags are meaningless without a command; naming one without it is a mistake.
 var execOnlyFlags = []string{"concurrency", "lease", "kill-grace", "ack-exit-codes", "retry-delay",
-	"max-processing-time", "shutdown-grace", "prefix", "retry-delay-max", "max-attempts", "dead-letter"}
+	"max-processing-time", "prefix", "retry-delay-max", "max-attempts", "dead-letter"}
 
 // validate checks the flags together; changed says whether a flag was given.
 func (opts *SubOptions) validate(changed func(string) bool) error {
@@ -203,6 +203,8 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 		return usageErrorf("--partition must be 0 or more")
 	case opts.Stats != "" && opts.Stats != "text" && opts.Stats != "json":
 		return usageErrorf("invalid --stats %q (text or json)", opts.Stats)
+	case opts.ShutdownGrace <= 0:
+		return usageErrorf("--shutdown-grace must be positive")
 	}
 	if opts.Peek {
 		for _, name := range []string{"no-ack", "drain", "max", "wait"} {
@@ -250,8 +252,8 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 		return usageErrorf("--concurrency must be 1..100, not %d", opts.Concurrency)
 	case changed("lease") && opts.Lease < 30*time.Millisecond:
 		return usageErrorf("--lease must be at least 30ms")
-	case opts.KillGrace <= 0 || opts.MaxProcessingTime <= 0 || opts.ShutdownGrace <= 0:
-		return usageErrorf("--kill-grace, --max-processing-time and --shutdown-grace must be positive")
+	case opts.KillGrace <= 0 || opts.MaxProcessingTime <= 0:
+		return usageErrorf("--kill-grace and --max-processing-time must be positive")
 	case opts.RetryDelay < 0:
 		return usageErrorf("--retry-delay must not be negative")
 	case opts.RetryDelayMax <= 0:
@@ -336,20 +338,19 @@ func subRun(f *Factory, opts *SubOptions) error {
 		Stop:      f.Signals.Soft,
 	}
 	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
-	if opts.Command != nil {
-		// Settlements still retrying when the grace for running commands ends are
-		// given up then, as at a second signal.
-		ran := make(chan struct{})
-		defer close(ran)
-		co.Abandon = f.Signals.SoftThen(opts.ShutdownGrace, ran)
-	}
+	// Settlements still retrying when the grace after a signal ends (for running
+	// commands, or lines in a pipe) are given up then, as at a second signal, and
+	// listed for pasting.
+	ran := make(chan struct{})
+	defer close(ran)
+	co.Abandon = f.Signals.SoftThen(opts.ShutdownGrace, ran)
 
 	var h consumer.Handler
 	var sup *supervisor.Supervisor
 	if opts.Command == nil {
 		tuning.streamProcs(f.Getenv)
 		p := consumer.NewPrinter(f.IO.Out, r)
-		p.AsksFor(opts.Max)
+		p.ShutdownGrace(opts.ShutdownGrace)
 		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
 		// leases; the supervisor keeps its own.
 		co.Lease = func(ctx context.Context) (time.Duration, error) {

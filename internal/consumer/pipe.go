@@ -2,8 +2,9 @@ package consumer
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -11,362 +12,435 @@ import (
 type pipeProbe interface {
 	// unread is how many bytes written to the pipe the reader has not taken yet.
 	unread() (int, error)
+	// waitTaken waits up to about d for the reader to take everything in the pipe.
+	waitTaken(d time.Duration) (taken, gone bool, err error)
 	// readerGone waits up to d and reports whether the reader has gone away.
 	readerGone(d time.Duration) (bool, error)
+	// restore undoes what pipeOf changed on the pipe (its size), once the run is over.
+	restore()
 }
 
-// When stdout is a pipe, a line counts as printed only once the reader took it out of
-// the pipe: bytes written minus bytes still unread (FIONREAD) is how far the reader got,
-// and each record whose last byte lies within that is acked. What the reader never took
-// is given back the moment it goes away, and a reader that goes away while narad waits
-// for messages ends the run at once.
+// When stdout is a pipe narad can see into (Linux), a line counts as printed only once
+// the reader took it out of the pipe, and no line goes into the pipe while an earlier
+// one is still in it. A reader that reads blocks (`head -n 2`, `grep -m 3`, `sed 3q`,
+// jq) then never finds more than one line to take, so everything it took it could
+// use: `narad sub t | head -n 2` acks exactly two and gives back the rest at once.
 //
-// Lines waiting in the pipe hold their leases, so a slow reader (`| while read`) must
-// not see them lapse: the run keeps them (see keeper, which sub asks for), and no more
-// is taken while pipeHoldMax lines wait unread, which bounds what is held however slow
-// the reader is.
+// The lines wait in narad instead, rendered, with their leases kept (Options.Lease):
+// at most pipeHoldMax of them, or pipeHoldBytes, so a slow reader bounds what is held.
+// Taking goes on while they wait (the loop takes ahead, on older nodes too), so a
+// reader that keeps up is fed as fast as it reads.
+//
+// Goroutines: the loop's Handle renders and queues; one writer (pipeState.writer)
+// writes each line, waits until the reader took it and acks it (Printer.ackLater);
+// one watcher polls the pipe while the writer is idle, to notice a reader that went
+// away while narad waits for messages. State is under mu.
 const (
-	// pipeEvery is how often a pipe with lines in it is looked at. A fast reader's lines
-	// are mostly acked on the next batch's turn; this bounds the wait of the last ones.
-	pipeEvery = 5 * time.Millisecond
-	// pipeIdle is how often the watcher wakes when nothing waits: only to notice that the
-	// run ended, since the reader going away wakes it at once.
+	// pipeHoldMax is how many lines may wait in narad for the reader before no more is
+	// taken; pipeHoldBytes bounds the bytes they take (a batch always fits).
+	pipeHoldMax   = 10 * MaxBatch
+	pipeHoldBytes = 16 << 20
+	// pipeTick is how long the writer waits for the reader in one go before it looks at
+	// the run again (a hard stop, the grace after a soft one).
+	pipeTick = 50 * time.Millisecond
+	// pipeIdle is how often the watcher looks for a reader gone while the writer has
+	// nothing to write; the reader going away wakes it at once.
 	pipeIdle = 100 * time.Millisecond
-	// pipeGrace is how long, after a stop, the reader may still take what waits in the
-	// pipe before it is given back.
-	pipeGrace = 500 * time.Millisecond
-	// pipeGoneGrace is how long a consume on its way when the reader went away may
-	// still be answered before it is cancelled.
-	pipeGoneGrace = 250 * time.Millisecond
-	// pipeHoldMax is how many lines may wait unread before no more is taken. A fast
-	// reader is often a batch or two behind only because it was not scheduled yet, and
-	// waiting for it then costs a third of the rate; a slow one holds this many leases
-	// at most, extended in a request or two.
-	pipeHoldMax = 10 * MaxBatch
+	// pipeGrace is how long, after a soft stop, the line in the pipe waits for the
+	// reader before it is given back, unless the Printer is told another grace.
+	pipeGrace = 30 * time.Second
 )
 
-// waitingLine is a record written (or being written) to the pipe and not yet taken.
-type waitingLine struct {
-	d   Delivery
-	end int64 // the stream offset just past its last byte
+// pipeLine is a rendered record and the delivery it prints.
+type pipeLine struct {
+	d Delivery
+	b []byte
 }
 
-// pipeState is a Printer's view of the pipe it writes to.
+// pipeState is a Printer's view of the pipe it writes to, and the lines waiting for it.
 type pipeState struct {
-	probe     pipeProbe
-	every     time.Duration
-	idle      time.Duration
-	grace     time.Duration
-	goneGrace time.Duration
-
+	probe pipeProbe
+	w     io.Writer
 	// ack acks in the background (Printer.ackLater), counted in the Printer's WaitGroup.
-	ack func([]Delivery)
+	ack   func([]Delivery)
+	grace time.Duration
 
 	start sync.Once
-	done  chan struct{} // closed by Finish: the watcher stops
-
-	// caughtUp is the last batch coming back short of a full one: the node had no more.
-	caughtUp atomic.Bool
-
-	mu       sync.Mutex
-	wg       *sync.WaitGroup
-	written  int64 // bytes written so far
-	waiting  []waitingLine
-	gone     chan struct{} // closed once the reader went away and what it left was settled
+	// wroteAll is closed when the writer ends: every line was written and taken, or
+	// the reader went away, or the run gave up on the pipe.
+	wroteAll chan struct{}
+	gone     chan struct{} // closed once the reader went away: the run ends
 	goneOnce sync.Once
-	left     []Delivery // what a reader that went away never took: given back by finish
-	isGone   bool
-	writing  bool          // a write is in progress: the stream's length is not known
-	finished bool          // Finish gave back what waited: nothing is taken from now on
-	changed  chan struct{} // closed and replaced whenever waiting shrinks
+
+	mu    sync.Mutex
+	queue []pipeLine // rendered, not yet in the pipe
+	bytes int        // the bytes in queue
+	cur   *pipeLine  // the line in the pipe (or being written), not yet taken
+	left  []Delivery // what a reader that went away never took: given back by finish
+	err   error      // the write that failed, for the loop to report
+	// closing: the loop hands over nothing more (Finish); the writer ends once it has
+	// written and seen taken what it has. ended: the pipe is given up (reader gone,
+	// a write failed, or the run gave back what waited): nothing is written any more.
+	closing, ended bool
+	wake           chan struct{} // cap 1: a line was queued, or the run changed state
+	changed        chan struct{} // closed and replaced whenever the held lines shrink
 }
 
-func newPipeState(probe pipeProbe, wg *sync.WaitGroup, ack func([]Delivery)) *pipeState {
+func newPipeState(probe pipeProbe, w io.Writer, ack func([]Delivery)) *pipeState {
 	return &pipeState{
-		probe: probe, wg: wg, ack: ack,
-		every: pipeEvery, idle: pipeIdle, grace: pipeGrace, goneGrace: pipeGoneGrace,
-		done: make(chan struct{}), gone: make(chan struct{}), changed: make(chan struct{}),
+		probe: probe, w: w, ack: ack, grace: pipeGrace,
+		wroteAll: make(chan struct{}), gone: make(chan struct{}),
+		wake: make(chan struct{}, 1), changed: make(chan struct{}),
 	}
 }
 
-// watch starts the watcher once: it notices the reader going away, and acks what the
-// reader takes while narad waits for messages.
-func (ps *pipeState) watch() {
-	ps.start.Do(func() { go ps.watcher() })
+// run starts the writer and the watcher, once.
+func (ps *pipeState) run() {
+	ps.start.Do(func() {
+		go ps.writer()
+		go ps.watcher()
+	})
 }
 
-func (ps *pipeState) watcher() {
-	for {
-		ps.mu.Lock()
-		d := ps.idle
-		if len(ps.waiting) > 0 {
-			d = ps.every
-		}
-		ps.mu.Unlock()
-		gone, err := ps.probe.readerGone(d)
-		select {
-		case <-ps.done:
-			return
-		default:
-		}
-		if gone {
-			ps.readerGone()
-			return
-		}
-		if err != nil {
-			// Polling failed: keep checking what was taken, at the idle pace.
-			time.Sleep(ps.idle)
-		}
-		ps.settleTaken()
-	}
-}
-
-// add records the lines of a write about to start at the current end of the stream.
-// False means the reader is gone (or the run finished): nothing was recorded.
-func (ps *pipeState) add(ds []Delivery, ends []int) (base int64, ok bool) {
+// push queues lines for the writer. False means the pipe was given up: nothing was
+// queued, and the caller gives them back.
+func (ps *pipeState) push(ls []pipeLine) bool {
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.isGone || ps.finished {
-		return 0, false
-	}
-	base = ps.written
-	for i, end := range ends {
-		ps.waiting = append(ps.waiting, waitingLine{d: ds[i], end: base + int64(end)})
-	}
-	ps.writing = true
-	return base, true
-}
-
-// wrote records that a write begun at base put n bytes in the pipe, and gives back the
-// lines of that write that did not make it out whole. If the reader went away during
-// the write, it settles everything that waits, now that the stream's length is known.
-func (ps *pipeState) wrote(base int64, n int, abandoned bool) {
-	ps.mu.Lock()
-	ps.writing = false
-	if ps.finished {
+	if ps.ended || ps.closing {
 		ps.mu.Unlock()
-		return
+		return false
 	}
-	cut := base + int64(n)
-	if abandoned {
-		// How much of a write still blocked will go out is not known: give it all back.
-		cut = base
-	} else {
-		ps.written = cut
+	for _, l := range ls {
+		ps.bytes += len(l.b)
 	}
-	var back []Delivery
-	i := len(ps.waiting)
-	for i > 0 && ps.waiting[i-1].end > cut {
-		i--
-		back = append(back, ps.waiting[i].d)
-	}
-	ps.waiting = ps.waiting[:i]
-	var acks []Delivery
-	gone := ps.isGone
-	if gone {
-		var more []Delivery
-		acks, more = ps.takeAll()
-		back = append(back, more...)
-	}
-	ps.wg.Add(1)
+	ps.queue = append(ps.queue, ls...)
 	ps.mu.Unlock()
-	defer ps.wg.Done()
-	if gone {
-		ps.announceGone()
-	}
-	ps.ack(acks)
-	// Only a run that is ending gives back here (a reader gone, a write abandoned or
-	// failed): a consume of it on its way (sent ahead) that is handed one of these is
-	// let arrive, and gives it back again.
-	_ = NackAll(back, GiveBack)
+	ps.poke()
+	return true
 }
 
-// taken is how far the reader got in the stream, or -1 when that cannot be known.
-// Bytes of a write still in progress count as unread, so this errs towards too little.
-func (ps *pipeState) taken() int64 {
-	unread, err := ps.probe.unread()
-	if err != nil {
-		return -1
+// poke wakes the writer.
+func (ps *pipeState) poke() {
+	select {
+	case ps.wake <- struct{}{}:
+	default:
 	}
-	return ps.written - int64(unread)
 }
 
-// settleTaken acks every waiting line the reader has taken.
-func (ps *pipeState) settleTaken() {
-	ps.mu.Lock()
-	if ps.isGone || ps.finished || len(ps.waiting) == 0 {
-		ps.mu.Unlock()
-		return
-	}
-	taken := ps.taken()
-	i := 0
-	for i < len(ps.waiting) && ps.waiting[i].end <= taken {
-		i++
-	}
-	if i == 0 {
-		ps.mu.Unlock()
-		return
-	}
-	acks := linesOf(ps.waiting[:i])
-	ps.waiting = append(ps.waiting[:0:0], ps.waiting[i:]...)
-	ps.signal()
-	ps.wg.Add(1)
-	ps.mu.Unlock()
-	defer ps.wg.Done()
-	ps.ack(acks)
-}
-
-// takeAll splits everything waiting into what the reader took and what it did not, and
-// leaves nothing waiting. Called with mu held, once the reader is gone.
-func (ps *pipeState) takeAll() (acks, back []Delivery) {
-	taken := ps.taken()
-	i := 0
-	for i < len(ps.waiting) && ps.waiting[i].end <= taken {
-		i++
-	}
-	acks, back = linesOf(ps.waiting[:i]), linesOf(ps.waiting[i:])
-	ps.waiting = nil
-	ps.signal()
-	return acks, back
-}
-
-// readerGone settles everything waiting when the reader went away: what it took is
-// acked now, the rest is given back once the loop has stopped taking (Finish). Given
-// back now, it could be handed to a consume of this very run while that is being
-// cancelled, and stay leased to nobody. During a write all of this is left to the
-// write's end, when the length of the stream is known again.
-//
-// The run is told after pipeGoneGrace, or at once when the loop asks for slots: a
-// consume on its way is then most likely answered first (what it brings, Handle gives
-// back), rather than cancelled while the node answers it; a long poll with nothing to
-// bring is cancelled when the grace ends.
-func (ps *pipeState) readerGone() {
-	ps.mu.Lock()
-	if ps.isGone || ps.finished {
-		ps.mu.Unlock()
-		return
-	}
-	ps.isGone = true
-	if ps.writing {
-		ps.mu.Unlock()
-		return
-	}
-	acks, back := ps.takeAll()
-	ps.left = append(ps.left, back...)
-	ps.wg.Add(1)
-	ps.mu.Unlock()
-	defer ps.wg.Done()
-	time.AfterFunc(ps.goneGrace, ps.announceGone)
-	ps.ack(acks)
-}
-
-// announceGone tells the run that the reader went away.
-func (ps *pipeState) announceGone() { ps.goneOnce.Do(func() { close(ps.gone) }) }
-
-// giveBack gives back every line still waiting, and what the reader left when it went
-// away, and takes nothing more: the run is over.
-func (ps *pipeState) giveBack() {
-	ps.mu.Lock()
-	ps.finished = true
-	back := append(linesOf(ps.waiting), ps.left...)
-	ps.waiting, ps.left = nil, nil
-	ps.signal()
-	ps.mu.Unlock()
-	_ = NackAll(back, GiveBack)
-}
-
-// waitingCount is how many lines wait in the pipe; gone reports the reader gone.
-func (ps *pipeState) waitingCount() (n int, gone bool, changed <-chan struct{}) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return len(ps.waiting), ps.isGone, ps.changed
-}
-
-// signal wakes whoever waits for the pipe to empty. Called with mu held.
+// signal wakes whoever waits for the held lines to shrink. Called with mu held.
 func (ps *pipeState) signal() {
 	close(ps.changed)
 	ps.changed = make(chan struct{})
 }
 
-// slots is Slots for a pipe: no more is taken while pipeHoldMax lines wait unread, and,
-// once a batch came back short (the node had no more ready, so the next consume is
-// likely to long-poll), none until the reader took every line. A reader that goes
-// away during a long poll then leaves nothing to give back: a give-back while this
-// run's long poll is being cancelled could be handed to that very poll and stay
-// leased to nobody until the lease runs out.
-func (ps *pipeState) slots(ctx context.Context) (int, error) {
-	pause := 50 * time.Microsecond
+// writer puts one line at a time into the pipe and acks each once the reader took it.
+func (ps *pipeState) writer() {
+	defer close(ps.wroteAll)
 	for {
-		ps.settleTaken()
-		n, gone, changed := ps.waitingCount()
-		if gone {
-			// No consume is on its way now: end the run at once (Run watches gone), and
-			// let the loop's context say so.
-			ps.announceGone()
-			<-ctx.Done()
-			return 0, ctx.Err()
+		l, ok := ps.next()
+		if !ok {
+			return
 		}
-		if n == 0 || (n < pipeHoldMax && !ps.caughtUp.Load()) {
-			return MaxBatch, nil
+		n, err := ps.w.Write(l.b)
+		if err == nil && n < len(l.b) {
+			err = io.ErrShortWrite
 		}
-		// A reader keeping up takes a line within microseconds; a slow one is looked
-		// at less and less often.
-		t := time.NewTimer(pause)
-		pause = min(2*pause, ps.every)
-		select {
-		case <-changed:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return 0, ctx.Err()
+		if err != nil {
+			ps.writeFailed(l, err)
+			return
 		}
-		t.Stop()
+		if !ps.waitTaken(l) {
+			return
+		}
 	}
 }
 
-// ahead is Ahead for a pipe: what pipeHoldMax leaves beside the lines waiting unread,
-// none once a batch came back short (see slots) or the reader went away.
+// next takes the next line off the queue and makes it the one in the pipe, waiting
+// while there is none; false once the writer has nothing more to do.
+func (ps *pipeState) next() (*pipeLine, bool) {
+	for {
+		ps.mu.Lock()
+		switch {
+		case ps.ended:
+			ps.mu.Unlock()
+			return nil, false
+		case len(ps.queue) > 0:
+			l := ps.queue[0]
+			ps.queue[0] = pipeLine{}
+			ps.queue = ps.queue[1:]
+			ps.bytes -= len(l.b)
+			ps.cur = &l
+			ps.mu.Unlock()
+			return &l, true
+		case ps.closing:
+			ps.ended = true
+			ps.mu.Unlock()
+			return nil, false
+		}
+		ps.mu.Unlock()
+		<-ps.wake
+	}
+}
+
+// waitTaken waits until the reader took l, then acks it; false when the writer ends
+// instead (the reader went away, or the run gave l back).
+func (ps *pipeState) waitTaken(l *pipeLine) bool {
+	for {
+		taken, gone, err := ps.probe.waitTaken(pipeTick)
+		ps.mu.Lock()
+		if ps.cur != l {
+			// The run gave it back meanwhile (finish): it is not ours to settle.
+			ps.mu.Unlock()
+			return false
+		}
+		switch {
+		case taken:
+			ps.cur = nil
+			ps.signal()
+			ps.mu.Unlock()
+			ps.ack([]Delivery{l.d})
+			return true
+		case gone:
+			ps.mu.Unlock()
+			ps.readerGone()
+			return false
+		case err != nil:
+			// The pipe cannot be looked into any more: give it up as if it were gone,
+			// which gives back what the reader may not have taken.
+			ps.mu.Unlock()
+			ps.readerGone()
+			return false
+		}
+		ps.mu.Unlock()
+	}
+}
+
+// writeFailed gives up the pipe after a failed write of l (EPIPE: the reader went
+// away; anything else is reported by the loop).
+func (ps *pipeState) writeFailed(l *pipeLine, err error) {
+	ps.mu.Lock()
+	if ps.cur == l {
+		// A line cut short was never whole in the pipe: the reader cannot have used it.
+		ps.cur = nil
+		ps.left = append(ps.left, l.d)
+	}
+	if !IsClosedOutput(err) {
+		ps.err = err
+	}
+	ps.mu.Unlock()
+	ps.readerGone()
+}
+
+// readerGone settles what the reader left when it went away: the line in the pipe is
+// acked if the reader took it, the rest is given back once the loop has stopped
+// taking (finish): given back now, it could be handed to a consume of this very run
+// on its way, and stay leased to nobody if that consume were cut.
+func (ps *pipeState) readerGone() {
+	ps.mu.Lock()
+	var acks []Delivery
+	if ps.cur != nil {
+		if unread, err := ps.probe.unread(); err == nil && unread == 0 {
+			acks = append(acks, ps.cur.d)
+		} else {
+			ps.left = append(ps.left, ps.cur.d)
+		}
+		ps.cur = nil
+	}
+	ps.left = append(ps.left, linesOf(ps.queue)...)
+	ps.queue, ps.bytes = nil, 0
+	ps.ended = true
+	ps.signal()
+	ps.mu.Unlock()
+	ps.poke()
+	ps.goneOnce.Do(func() { close(ps.gone) })
+	ps.ack(acks)
+}
+
+// watcher notices a reader that goes away while the writer has nothing in the pipe
+// (the writer notices it itself while it waits for a line to be taken).
+func (ps *pipeState) watcher() {
+	for {
+		select {
+		case <-ps.wroteAll:
+			return
+		default:
+		}
+		gone, err := ps.probe.readerGone(pipeIdle)
+		if gone {
+			ps.mu.Lock()
+			idle := ps.cur == nil
+			ps.mu.Unlock()
+			if idle {
+				ps.readerGone()
+				return
+			}
+			// The writer holds a line in the pipe: it sees the same and settles it.
+			time.Sleep(pipeTick)
+		}
+		if err != nil {
+			time.Sleep(pipeIdle)
+		}
+	}
+}
+
+// held is how many lines and bytes wait for the reader; gone reports the pipe given up.
+func (ps *pipeState) held() (n, bytes int, gone bool, changed <-chan struct{}) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	n = len(ps.queue)
+	if ps.cur != nil {
+		n++
+	}
+	return n, ps.bytes, ps.ended && !ps.closing, ps.changed
+}
+
+// slots is Slots for a pipe: it waits while pipeHoldMax lines (or pipeHoldBytes)
+// wait for the reader.
+func (ps *pipeState) slots(ctx context.Context) (int, error) {
+	ps.run()
+	for {
+		n, bytes, gone, changed := ps.held()
+		if gone {
+			// Run sees gone and ends the run; let its context say so.
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		if n < pipeHoldMax && bytes < pipeHoldBytes {
+			return min(MaxBatch, pipeHoldMax-n), nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// ahead is Ahead for a pipe: what pipeHoldMax leaves beside the lines waiting.
 func (ps *pipeState) ahead() int {
-	ps.settleTaken()
-	n, gone, _ := ps.waitingCount()
-	if gone || ps.caughtUp.Load() {
+	n, bytes, gone, _ := ps.held()
+	if gone || bytes >= pipeHoldBytes {
 		return 0
 	}
 	return pipeHoldMax - n
 }
 
-// finish waits for the reader to take every waiting line, to go away, or, after a
-// stop, for the grace to pass; what still waits then is given back. Nothing is waited
-// for once ctx (the hard stop) ends.
-func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
-	defer close(ps.done)
-	var grace <-chan time.Time
-	for {
-		ps.settleTaken()
-		n, gone, changed := ps.waitingCount()
-		if n == 0 || gone {
-			break
-		}
-		t := time.NewTimer(ps.every)
-		select {
-		case <-changed:
-		case <-t.C:
-		case <-stopping:
-			stopping = nil
-			g := time.NewTimer(ps.grace)
-			defer g.Stop()
-			grace = g.C
-		case <-grace:
-			ps.giveBack()
-		case <-ctx.Done():
-			ps.giveBack()
-		}
-		t.Stop()
-	}
-	ps.giveBack() // nothing waits now; this only marks the run finished
+// writeErr is the write that failed, if one did (EPIPE is not one: the reader left).
+func (ps *pipeState) writeErr() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.err
 }
 
-func linesOf(ls []waitingLine) []Delivery {
+// finish lets the writer write and see taken every line, or the reader go away. At a
+// soft stop (stopping) the lines not yet in the pipe are given back at once and the one
+// in the pipe gets ps.grace to be taken; at the hard stop (ctx) it goes back too. What
+// a reader that went away left is given back last, now that the loop takes nothing.
+func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
+	ps.run()
+	ps.mu.Lock()
+	ps.closing = true
+	ps.mu.Unlock()
+	ps.poke()
+	var grace <-chan time.Time
+	for done := false; !done; {
+		select {
+		case <-ps.wroteAll:
+			done = true
+		case <-stopping:
+			stopping = nil
+			ps.giveBackQueued()
+			t := time.NewTimer(ps.grace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			ps.giveBackAll()
+			done = true
+		case <-ctx.Done():
+			ps.giveBackAll()
+			done = true
+		}
+	}
+	ps.mu.Lock()
+	left := ps.left
+	ps.left = nil
+	ps.mu.Unlock()
+	_ = NackAll(left, GiveBack)
+	ps.probe.restore()
+}
+
+// giveBackQueued gives back the lines not yet in the pipe.
+func (ps *pipeState) giveBackQueued() {
+	ps.mu.Lock()
+	back := linesOf(ps.queue)
+	ps.queue, ps.bytes = nil, 0
+	ps.signal()
+	ps.mu.Unlock()
+	ps.poke()
+	_ = NackAll(back, GiveBack)
+}
+
+// giveBackAll gives up the pipe: the line in it is acked if the reader took it after
+// all, else given back with everything queued. A write still blocked on it may yet
+// complete: that line can then be printed and delivered again (at least once).
+func (ps *pipeState) giveBackAll() {
+	ps.mu.Lock()
+	var acks []Delivery
+	back := linesOf(ps.queue)
+	if ps.cur != nil {
+		if unread, err := ps.probe.unread(); err == nil && unread == 0 {
+			acks = append(acks, ps.cur.d)
+		} else {
+			back = append(back, ps.cur.d)
+		}
+		ps.cur = nil
+	}
+	ps.queue, ps.bytes = nil, 0
+	ps.ended = true
+	ps.signal()
+	ps.mu.Unlock()
+	ps.poke()
+	ps.ack(acks)
+	_ = NackAll(back, GiveBack)
+}
+
+// handle renders ds into lines and queues them for the writer. Rendering stops at a
+// message that cannot be shown: it and the rest go back for a consumer that can.
+func (ps *pipeState) handle(r LineRenderer, ds []Delivery) error {
+	ps.run()
+	buf := make([]byte, 0, 128*len(ds))
+	ends := make([]int, 0, len(ds))
+	var renderErr error
+	for _, d := range ds {
+		b, err := r.Append(buf, d.Message())
+		if err != nil {
+			renderErr = err
+			break
+		}
+		buf = b
+		ends = append(ends, len(buf))
+	}
+	ls := make([]pipeLine, len(ends))
+	start := 0
+	for i, end := range ends {
+		ls[i] = pipeLine{d: ds[i], b: buf[start:end:end]}
+		start = end
+	}
+	_ = NackAll(ds[len(ends):], GiveBack)
+	if !ps.push(ls) {
+		_ = NackAll(linesOf(ls), GiveBack)
+		if err := ps.writeErr(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		return fmt.Errorf("%w: the reader went away", ErrOutputClosed)
+	}
+	if err := ps.writeErr(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return renderErr
+}
+
+func linesOf(ls []pipeLine) []Delivery {
 	ds := make([]Delivery, len(ls))
 	for i, l := range ls {
 		ds[i] = l.d

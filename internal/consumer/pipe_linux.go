@@ -14,6 +14,12 @@ import (
 
 // pipeOf returns a probe of w when w is a pipe (S_ISFIFO) whose unread bytes Linux can
 // count, else nil: a file or a terminal takes everything written at once.
+//
+// The pipe is shrunk to one page where Linux lets us (F_SETPIPE_SZ), and restored at
+// the end: a pipe of one buffer is writable again (POLLOUT) only once the reader took
+// all of it, so the writer can sleep in poll until its line was taken instead of
+// asking FIONREAD over and over. Where the pipe cannot shrink (it already holds more,
+// say), the writer asks FIONREAD, backing off from a few microseconds to pipeTick.
 func pipeOf(w io.Writer) pipeProbe {
 	f, ok := w.(*os.File)
 	if !ok {
@@ -28,17 +34,36 @@ func pipeOf(w io.Writer) pipeProbe {
 	if err != nil {
 		return nil
 	}
-	p := linuxPipe{rc}
+	p := &linuxPipe{rc: rc}
 	if _, err := p.unread(); err != nil {
 		return nil
 	}
+	_ = rc.Control(func(fd uintptr) {
+		size, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
+		if err != nil {
+			return
+		}
+		page := os.Getpagesize()
+		if size <= page {
+			p.oneBuffer = size == page
+			return
+		}
+		if _, err := unix.FcntlInt(fd, unix.F_SETPIPE_SZ, page); err == nil {
+			p.oneBuffer, p.size = true, size
+		}
+	})
 	return p
 }
 
-type linuxPipe struct{ rc syscall.RawConn }
+type linuxPipe struct {
+	rc syscall.RawConn
+	// oneBuffer: the pipe holds one page, so POLLOUT means the reader took everything.
+	oneBuffer bool
+	size      int // the size to restore, 0 if it was not changed
+}
 
 // unread is FIONREAD on the pipe: the bytes written that the reader has not taken yet.
-func (p linuxPipe) unread() (int, error) {
+func (p *linuxPipe) unread() (int, error) {
 	var n int
 	var err error
 	if cerr := p.rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); cerr != nil {
@@ -47,28 +72,83 @@ func (p linuxPipe) unread() (int, error) {
 	return n, err
 }
 
-// readerGone polls the pipe for up to d for POLLERR/POLLHUP: no reader left. Asking for
-// no event at all still reports those two, and only those.
-func (p linuxPipe) readerGone(d time.Duration) (bool, error) {
-	var gone bool
+// waitTaken waits up to about d for the pipe to be empty.
+func (p *linuxPipe) waitTaken(d time.Duration) (taken, gone bool, err error) {
+	if p.oneBuffer {
+		events, err := p.poll(unix.POLLOUT, d)
+		if err != nil {
+			return false, false, err
+		}
+		if events&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
+			return false, true, nil
+		}
+		if events&unix.POLLOUT == 0 {
+			return false, false, nil
+		}
+		// Writable again: the one buffer was taken whole. FIONREAD confirms it (a
+		// second writer on the same pipe could have filled it meanwhile).
+		n, err := p.unread()
+		return err == nil && n == 0, false, err
+	}
+	// A reader keeping up takes a line within microseconds; a slow one is looked at
+	// less and less often.
+	pause := 20 * time.Microsecond
+	for deadline := time.Now().Add(d); ; {
+		n, err := p.unread()
+		if err != nil || n == 0 {
+			return err == nil, false, err
+		}
+		events, err := p.poll(0, pause)
+		if err != nil {
+			return false, false, err
+		}
+		if events&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
+			return false, true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, false, nil
+		}
+		pause = min(2*pause, pipeTick)
+	}
+}
+
+// poll waits up to d for events on the pipe (POLLERR and POLLHUP are always reported),
+// with microsecond resolution (ppoll).
+func (p *linuxPipe) poll(events int16, d time.Duration) (int16, error) {
+	var revents int16
 	var err error
 	cerr := p.rc.Control(func(fd uintptr) {
-		fds := []unix.PollFd{{Fd: int32(fd)}}
-		ms := int(max(d/time.Millisecond, 1))
-		var n int
+		fds := []unix.PollFd{{Fd: int32(fd), Events: events}}
+		ts := unix.NsecToTimespec(int64(d))
 		for {
-			n, err = unix.Poll(fds, ms)
+			_, err = unix.Ppoll(fds, &ts, nil)
 			if !errors.Is(err, unix.EINTR) {
 				break
 			}
 		}
-		gone = n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0
+		revents = fds[0].Revents
 	})
 	if cerr != nil {
 		// The file was closed: nobody can read what it holds any more.
-		return true, nil
+		return unix.POLLNVAL, nil
 	}
-	return gone, err
+	return revents, err
+}
+
+// restore gives the pipe back its size, for whoever writes to it after narad.
+func (p *linuxPipe) restore() {
+	if p.size == 0 {
+		return
+	}
+	_ = p.rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, p.size) })
+	p.size = 0
+}
+
+// readerGone polls the pipe for up to d for POLLERR/POLLHUP: no reader left. Asking for
+// no event at all still reports those two, and only those.
+func (p *linuxPipe) readerGone(d time.Duration) (bool, error) {
+	events, err := p.poll(0, d)
+	return events&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0, err
 }
 
 // neverBlocks reports whether writes to w finish without waiting on a reader: a

@@ -3,10 +3,12 @@
 package consumer_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,15 +69,19 @@ func TestPipeWaitsForTheReaderAtTheEnd(t *testing.T) {
 }
 
 // TestPipeStopGivesBackWhatWaits: a signal while lines wait for a reader that does
-// not read: after a short grace they are given back, and the run ends.
+// not read: the lines not yet in the pipe go back at once, the one in the pipe after
+// the grace, and the run ends.
 func TestPipeStopGivesBackWhatWaits(t *testing.T) {
 	src := consumertest.New()
 	src.Add("t", 3)
 	_, w := pipe(t)
 	stop := make(chan struct{})
-	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour, Stop: stop})
+	p := consumer.NewPrinter(w, lines{})
+	p.ShutdownGrace(300 * time.Millisecond)
+	done := runAsync(t, context.Background(), src, p, consumer.Options{Wait: time.Hour, Stop: stop})
 	waitFor(t, "all three taken", func() bool { return src.Len() == 0 })
 	close(stop)
+	waitFor(t, "the two not in the pipe given back", func() bool { return len(src.Handles(client.Nack)) == 2 })
 	res := await(t, done, "the run")
 	if got := src.Handles(client.Ack); len(got) != 0 {
 		t.Errorf("acked %v, want nothing: nothing was read", got)
@@ -85,6 +91,80 @@ func TestPipeStopGivesBackWhatWaits(t *testing.T) {
 	}
 	if res.Outcome() != consumer.OutcomeInterrupted {
 		t.Errorf("outcome %v", res.Outcome())
+	}
+}
+
+// TestPipeStopWaitsForTheReader: at a soft stop the line already in the pipe keeps its
+// lease and is acked when a late reader takes it, within the grace; what never went
+// into the pipe is given back. Printed is acked: nothing the reader shows is delivered
+// again.
+func TestPipeStopWaitsForTheReader(t *testing.T) {
+	src := consumertest.New()
+	src.Add("t", 5)
+	r, w := pipe(t)
+	stop := make(chan struct{})
+	p := consumer.NewPrinter(w, lines{})
+	done := runAsync(t, context.Background(), src, p, consumer.Options{Wait: time.Hour, Stop: stop})
+	waitFor(t, "all five taken", func() bool { return src.Len() == 0 })
+	close(stop)
+	waitFor(t, "the four not in the pipe given back", func() bool { return len(src.Handles(client.Nack)) == 4 })
+	got := readAll(t, r, done)
+	res := await(t, done, "the run")
+	if got != "h0\n" {
+		t.Errorf("the reader got %q, want the one line in the pipe", got)
+	}
+	if acked := src.Handles(client.Ack); !slices.Equal(acked, []string{"h0"}) {
+		t.Errorf("acked %v, want h0: what the reader took", acked)
+	}
+	if res.Stats.Acked != 1 || res.Stats.Nacked != 4 || res.Outcome() != consumer.OutcomeInterrupted {
+		t.Errorf("result %+v, outcome %v", res, res.Outcome())
+	}
+}
+
+// readAll reads r with large reads until the run ends, as cat does.
+func readAll(t *testing.T, r *os.File, done <-chan consumer.Result) string {
+	t.Helper()
+	var got []byte
+	buf := make([]byte, 64<<10)
+	for {
+		_ = r.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		n, _ := r.Read(buf)
+		got = append(got, buf[:n]...)
+		if n == 0 && len(done) > 0 {
+			return string(got)
+		}
+	}
+}
+
+// TestPipeBlockReaderGetsExactlyWhatItUses: a reader that reads blocks (head -n 2,
+// grep -m, jq) and stops after two lines gets two lines acked, however many were ready:
+// no line goes into the pipe while another is still in it, so no read returns more
+// than one. The rest go back.
+func TestPipeBlockReaderGetsExactlyWhatItUses(t *testing.T) {
+	for _, n := range []int{1, 2, 50} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			src := consumertest.New()
+			src.Add("t", 100)
+			r, w := pipe(t)
+			done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
+			buf := make([]byte, 64<<10)
+			var got []byte
+			for bytes.Count(got, []byte("\n")) < n {
+				k, err := r.Read(buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, buf[:k]...)
+			}
+			r.Close()
+			res := await(t, done, "the run")
+			if lines := bytes.Count(got, []byte("\n")); lines != n {
+				t.Errorf("the reader's reads brought %d lines, want %d", lines, n)
+			}
+			if st := res.Stats; st.Acked != int64(n) || st.Nacked != 100-int64(n) || st.Bugs != 0 {
+				t.Errorf("stats %+v, want %d acked, the rest given back", st, n)
+			}
+		})
 	}
 }
 
@@ -142,40 +222,5 @@ func TestPipeHoldsABoundedNumber(t *testing.T) {
 	res := await(t, done, "the run")
 	if res.Stats.Acked != 1500 {
 		t.Errorf("stats %+v", res.Stats)
-	}
-}
-
-// startCounter counts consumes as they start (consumertest records them as they end).
-type startCounter struct {
-	*consumertest.Source
-	started atomic.Int32
-}
-
-func (s *startCounter) Consume(ctx context.Context, topic string, o client.ConsumeOptions) (*client.ConsumeResult, error) {
-	s.started.Add(1)
-	return s.Source.Consume(ctx, topic, o)
-}
-
-// TestPipeNoLongPollWhileLinesWait: once a batch comes back short (the node had no
-// more), the next consume, likely a long poll, waits until the reader took every line.
-// A reader going away during a long poll then leaves nothing to give back, so nothing
-// given back can be handed to that poll as it is cancelled.
-func TestPipeNoLongPollWhileLinesWait(t *testing.T) {
-	src := &startCounter{Source: consumertest.New()}
-	src.Add("t", 10)
-	r, w := pipe(t)
-	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
-	waitFor(t, "the batch", func() bool { return src.Len() == 0 })
-	// Absence cannot be awaited: give the loop ample turns to start a consume if it would.
-	time.Sleep(100 * time.Millisecond)
-	if n := src.started.Load(); n != 1 {
-		t.Errorf("%d consumes started while ten lines wait unread, want 1", n)
-	}
-	takeLines(t, r, 10)
-	waitFor(t, "the long poll once all was read", func() bool { return src.started.Load() == 2 })
-	r.Close()
-	res := await(t, done, "the run")
-	if res.Reason != consumer.StopOutputClosed || res.Stats.Acked != 10 {
-		t.Errorf("result %+v", res)
 	}
 }

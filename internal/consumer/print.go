@@ -69,7 +69,6 @@ type Printer struct {
 	stop <-chan struct{}
 
 	pipe *pipeState // nil unless w is a pipe narad can see into
-	max  int        // what a consume asks for: a batch with fewer is the node out of messages
 	// inline writes on the loop's goroutine even with a stop to obey: w is a file or
 	// /dev/null, which no reader can hold up.
 	inline bool
@@ -86,20 +85,20 @@ func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
-	p := &Printer{w: w, r: r, max: MaxBatch, inline: neverBlocks(w)}
+	p := &Printer{w: w, r: r, inline: neverBlocks(w)}
 	p.ackRoom = sync.NewCond(&p.ackMu)
 	p.ackWork = sync.NewCond(&p.ackMu)
 	if probe := pipeOf(w); probe != nil {
-		p.pipe = newPipeState(probe, &p.wg, p.ackLater)
+		p.pipe = newPipeState(probe, w, p.ackLater)
 	}
 	return p
 }
 
-// AsksFor tells the Printer the most messages one consume asks for (Options.Max), so
-// that a batch that comes back short, the node having no more ready, is known.
-func (p *Printer) AsksFor(max int) {
-	if max > 0 {
-		p.max = max
+// ShutdownGrace is how long, after a soft stop, the line already in a pipe waits for
+// the reader before it is given back (30s unless told).
+func (p *Printer) ShutdownGrace(d time.Duration) {
+	if p.pipe != nil && d > 0 {
+		p.pipe.grace = d
 	}
 }
 
@@ -123,7 +122,6 @@ func (p *Printer) Slots(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if p.pipe != nil {
-		p.pipe.watch()
 		return p.pipe.slots(ctx)
 	}
 	return MaxBatch, nil
@@ -133,6 +131,9 @@ func (p *Printer) Slots(ctx context.Context) (int, error) {
 // once the reader takes it), else given back. A write error ends the run: a closed
 // pipe as ErrOutputClosed, else as itself.
 func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
+	if p.pipe != nil {
+		return p.pipe.handle(p.r, ds)
+	}
 	buf, ends := p.buf[:0], p.ends[:0]
 	var renderErr error
 	for _, d := range ds {
@@ -147,20 +148,6 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		buf = b
 		ends = append(ends, len(buf))
 	}
-	unrendered := ds[len(ends):]
-	var base int64
-	if p.pipe != nil {
-		p.pipe.watch()
-		p.pipe.caughtUp.Store(len(ds) < p.max)
-		var ok bool
-		// Recorded before the write, so a write that blocks on a slow reader still has
-		// its leases kept.
-		if base, ok = p.pipe.add(ds[:len(ends)], ends); !ok {
-			p.buf, p.ends = buf, ends
-			_ = NackAll(ds, GiveBack)
-			return fmt.Errorf("%w: the reader went away", ErrOutputClosed)
-		}
-	}
 	var werr error
 	written := 0
 	if len(buf) == 0 {
@@ -174,12 +161,7 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		n, abandoned, err := p.write(ctx, buf)
 		if abandoned {
 			p.buf, p.ends = nil, nil // the stuck write still owns buf
-			back := ds
-			if p.pipe != nil {
-				p.pipe.wrote(base, 0, true)
-				back = unrendered
-			}
-			_ = NackAll(back, GiveBack)
+			_ = NackAll(ds, GiveBack)
 			return fmt.Errorf("%w: a write was still blocked", ErrStopped)
 		}
 		if err == nil && n < len(buf) {
@@ -189,25 +171,12 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		for written < len(ends) && ends[written] <= n {
 			written++
 		}
-		if p.pipe != nil {
-			p.pipe.wrote(base, n, false)
-		}
 	}
 	p.buf, p.ends = buf, ends
-
-	if p.pipe != nil {
-		_ = NackAll(unrendered, GiveBack)
-		if werr != nil && IsClosedOutput(werr) {
-			p.pipe.readerGone()
-		} else {
-			p.pipe.settleTaken()
-		}
-	} else {
-		if rest := ds[written:]; len(rest) > 0 {
-			_ = NackAll(rest, GiveBack)
-		}
-		p.ackLater(ds[:written])
+	if rest := ds[written:]; len(rest) > 0 {
+		_ = NackAll(rest, GiveBack)
 	}
+	p.ackLater(ds[:written])
 	switch {
 	case werr != nil && IsClosedOutput(werr):
 		return fmt.Errorf("%w: %w", ErrOutputClosed, werr)
@@ -307,8 +276,8 @@ func (p *Printer) stopAckers() {
 }
 
 // Ahead is how many more messages the Printer can take without waiting: for a pipe,
-// what its bound on unread lines leaves (none once a batch came back short or the
-// reader went away); otherwise a few batches, which only wait for their acks.
+// what its bound on lines waiting for the reader leaves (none once the reader went
+// away); otherwise a few batches, which only wait for their acks.
 //
 // What is taken ahead may wait in hand behind a write that blocks (a full pipe and a
 // reader slower than the lease, a paused terminal): the run must keep its leases
@@ -350,7 +319,7 @@ func (p *Printer) write(ctx context.Context, buf []byte) (n int, abandoned bool,
 }
 
 // Finish waits for the acks still on their way. For a pipe it first waits for the
-// reader to take what waits in it (see pipeState.finish).
+// reader to take what waits for it (see pipeState.finish).
 func (p *Printer) Finish(ctx context.Context, stopping <-chan struct{}) error {
 	if p.pipe != nil {
 		p.pipe.finish(ctx, stopping)
