@@ -384,7 +384,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
 		return nil
 	case consumer.OutcomeCountUnmet:
-		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, res.Stats.Received, opts.Count))
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, res.Stats.Received-res.Stats.Nacked, opts.Count))
 	case consumer.OutcomeLeaseGone:
 		n := res.Stats.LeaseLost + res.Stats.AckGone
 		what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")

@@ -216,7 +216,7 @@ type Result struct {
 	// the supervisor, commands that exited with a code that does not ack or were
 	// stopped at shutdown.
 	Declined int64
-	// CountUnmet is Count > 0 with fewer than Count messages taken.
+	// CountUnmet is Count > 0 with fewer than Count messages taken and not given back.
 	CountUnmet bool
 	// Unconfirmed lists the settlements that never got a final answer (counted in
 	// Stats.Failed): abandoned at the hard stop, or out of retries. Each may or may
@@ -375,6 +375,11 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	}
 	close(watchDone)
 	<-watchExited
+	if reason == StopCount && Reason(early.Load()) == StopTimeout {
+		// Count messages were taken, but the timeout came while they were still being
+		// handled (lines waiting for a pipe's reader) and gave some back.
+		reason = StopTimeout
+	}
 	stopKeeping()
 	// The safety net: whatever a handler did not settle goes back now rather than
 	// waiting for its lease to lapse. A well-behaved handler leaves nothing.
@@ -389,7 +394,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 		Reason:      reason,
 		Stats:       st,
 		Declined:    c.declined.Load(),
-		CountUnmet:  o.Count > 0 && st.Received < int64(o.Count),
+		CountUnmet:  o.Count > 0 && st.Received-st.Nacked < int64(o.Count),
 		Unconfirmed: s.unconfirmedList(),
 		AnswerLost:  t.answerLost,
 	}, fatal

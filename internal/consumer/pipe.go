@@ -141,6 +141,21 @@ func (ps *pipeState) writer() {
 		if !ok {
 			return
 		}
+		if len(l.b) == 0 {
+			// An empty record (a --jq that printed nothing) is written as soon as its
+			// turn comes: there is nothing for the reader to take.
+			ps.mu.Lock()
+			mine := ps.cur == l
+			if mine {
+				ps.cur = nil
+				ps.signal()
+			}
+			ps.mu.Unlock()
+			if mine {
+				ps.ack([]Delivery{l.d})
+			}
+			continue
+		}
 		n, err := ps.w.Write(l.b)
 		if err == nil && n < len(l.b) {
 			err = io.ErrShortWrite
@@ -406,7 +421,7 @@ func (ps *pipeState) giveBackAll() {
 
 // handle renders ds into lines and queues them for the writer. Rendering stops at a
 // message that cannot be shown: it and the rest go back for a consumer that can.
-func (ps *pipeState) handle(r LineRenderer, ds []Delivery) error {
+func (ps *pipeState) handle(ctx context.Context, r LineRenderer, ds []Delivery, stop <-chan struct{}) error {
 	ps.run()
 	buf := make([]byte, 0, 128*len(ds))
 	ends := make([]int, 0, len(ds))
@@ -437,7 +452,29 @@ func (ps *pipeState) handle(r LineRenderer, ds []Delivery) error {
 	if err := ps.writeErr(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
+	if renderErr != nil {
+		// The run ends on it: the lines before it still go out first, as they would
+		// have to a file, unless the run is stopped meanwhile.
+		ps.drain(ctx, stop)
+	}
 	return renderErr
+}
+
+// drain waits until no line waits for the reader, the pipe is given up, or a stop.
+func (ps *pipeState) drain(ctx context.Context, stop <-chan struct{}) {
+	for {
+		n, _, gone, changed := ps.held()
+		if n == 0 || gone {
+			return
+		}
+		select {
+		case <-changed:
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func linesOf(ls []pipeLine) []Delivery {

@@ -132,7 +132,7 @@ func (p *Printer) Slots(ctx context.Context) (int, error) {
 // pipe as ErrOutputClosed, else as itself.
 func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	if p.pipe != nil {
-		return p.pipe.handle(p.r, ds)
+		return p.pipe.handle(ctx, p.r, ds, p.stop)
 	}
 	buf, ends := p.buf[:0], p.ends[:0]
 	var renderErr error
@@ -154,9 +154,6 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		// Nothing to write (a --jq that printed nothing for these messages): each
 		// record, empty, is written, and so is acked.
 		written = len(ends)
-		if p.pipe != nil {
-			p.pipe.wrote(base, 0, false)
-		}
 	} else {
 		n, abandoned, err := p.write(ctx, buf)
 		if abandoned {
