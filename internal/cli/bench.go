@@ -133,7 +133,7 @@ leased).`,
 	fl.StringVar(&payload, "payload", "text", "text (letters and digits) or json")
 	fl.BoolVar(&opts.Consume, "consume", false, "then consume and ack until nothing is left")
 	fl.BoolVar(&opts.Create, "create", false, "create TOPIC if it does not exist")
-	fl.IntVar(&opts.Partitions, "partitions", 0, "with --create: partitions of the new topic")
+	fl.IntVar(&opts.Partitions, "partitions", 0, "with --create: partitions of the new topic, 3..108")
 	fl.BoolVar(&opts.Delete, "delete", false, "with --create: delete the topic it created afterwards")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd

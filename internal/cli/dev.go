@@ -44,7 +44,7 @@ func newDevCmd(f *Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.addr, "addr", "127.0.0.1:7942", "address to listen on")
-	fl.StringArrayVar(&opts.topics, "topic", nil, "create a topic at start: NAME[:PARTITIONS] (repeatable)")
+	fl.StringArrayVar(&opts.topics, "topic", nil, "create a topic at start: NAME[:PARTITIONS], partitions 3..108 (repeatable)")
 	fl.DurationVar(&opts.visibility, "visibility", 30*time.Second, "default visibility timeout (lease) of new topics")
 	fl.DurationVar(&opts.maxConsumeWait, "max-consume-wait", 10*time.Second, "cap on a consume's wait")
 	fl.StringArrayVar(&opts.users, "user", nil, "NAME:PASS:GRANTS, GRANTS a comma list of action:pattern or admin (repeatable; turns auth on; the first user with admin is the root admin)")

@@ -174,3 +174,24 @@ func TestRefusedAtDefaultServerSuggestsDev(t *testing.T) {
 		t.Errorf("a timeout suggests narad dev: %v", err)
 	}
 }
+
+// The help of what creates or grows a topic states the limits a node enforces, so
+// nobody learns them from a 400.
+func TestHelpStatesTheNodesLimits(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"topic", "create", "--help"}, []string{"3 to 108 partitions", "^[A-Za-z0-9._-]{1,255}$", "3..108"}},
+		{[]string{"topic", "edit", "--help"}, []string{"at most 108"}},
+		{[]string{"bench", "--help"}, []string{"3..108"}},
+		{[]string{"dev", "--help"}, []string{"3..108"}},
+	} {
+		code, out, _ := runTree(t, tc.args, newRootFor)
+		for _, w := range tc.want {
+			if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), w) {
+				t.Errorf("narad %s: exit %d, no %q in:\n%s", strings.Join(tc.args, " "), code, w, out)
+			}
+		}
+	}
+}

@@ -256,6 +256,8 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 		Use:   "create TOPIC",
 		Short: "Create a topic",
 		Long: "Create a topic. Settings not given are the node's defaults.\n" +
+			"A topic name is 1 to 255 letters, digits, \".\", \"_\" or \"-\" (^[A-Za-z0-9._-]{1,255}$),\n" +
+			"not \".\" or \"..\". A topic has 3 to 108 partitions.\n" +
 			"Durations are Go durations with a d for days allowed: 500ms, 30s, 1h30m, 7d.\n" +
 			"With -o json: the created topic as the node describes it.",
 		Example: "  narad topic create orders --partitions 12 --visibility 1m \\\n" +
@@ -277,7 +279,7 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 			}
 			fl := cmd.Flags()
 			if fl.Changed("partitions") && s.Partitions < 1 {
-				return usageErrorf("invalid --partitions %d (1 or more; the node sets the range)", s.Partitions)
+				return usageErrorf("invalid --partitions %d (a node takes 3..108)", s.Partitions)
 			}
 			var err error
 			if fl.Changed("visibility") {
@@ -316,7 +318,7 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&opts.Spec.Partitions, "partitions", 0, "number of partitions (node default when not given)")
+	fl.IntVar(&opts.Spec.Partitions, "partitions", 0, "number of partitions, 3..108 (node default when not given)")
 	fl.StringVar(&visibility, "visibility", "", "lease (visibility timeout) of a consumed message, e.g. 30s")
 	fl.StringVar(&retention, "retention", "", "how long messages are kept, e.g. 7d")
 	fl.IntVar(&opts.Spec.MaxInFlightPerPartition, "max-in-flight", 0, "unacked messages a partition hands out at most")

@@ -111,7 +111,7 @@ func topicEditCmd(f *Factory, run func(*Factory, *TopicEditOptions) error) *cobr
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&partitions, "partitions", 0, "grow the topic to this many partitions")
+	fl.IntVar(&partitions, "partitions", 0, "grow the topic to this many partitions (at most 108)")
 	fl.StringVar(&retention, "retention", "", "how long messages are kept, e.g. 7d (0: the node's default)")
 	fl.IntVar(&maxInFlight, "max-in-flight", 0, "unacked messages a partition hands out at most (0: default)")
 	fl.IntVar(&maxAckedAhead, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message (0: default)")
