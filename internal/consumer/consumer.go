@@ -119,9 +119,9 @@ type Options struct {
 	// LastTry bounds a settlement asked for after the hard stop or Abandon (a command
 	// stopped then, a batch given back): one prompt try; 0 means 500ms.
 	LastTry time.Duration
-	// IdlePause is how long to wait before asking again after an empty answer to a
-	// request that did not long-poll (Wait 0 without Drain), so that polling does not
-	// spin; 0 means 100ms.
+	// IdlePause is the least time from one consume to the next after an empty answer
+	// (Drain excepted), so that polling does not spin whatever the wait or the node
+	// does with it; 0 means 100ms.
 	IdlePause time.Duration
 	// ReconnectMax is the longest pause between consumes while the node, once
 	// reached, cannot be reached; 0 means 5s. A node never reached fails the run.
@@ -750,8 +750,20 @@ const firstReconnect = 250 * time.Millisecond
 // their lease ran out. The loop gives back what such an answer brings instead. Only
 // the hard stop, or a node that has not answered AnswerGrace past the wait, cuts it:
 // ctx, the sender's, ends at either.
+//
+// An empty answer to a long poll comes back no sooner than IdlePause after it was
+// asked, as the loop pauses after one to a request that did not long-poll: a wait of a
+// millisecond, a node whose cap is one, or one that answers 204 at once whatever the
+// wait, would otherwise have the consumer asking thousands of times a second.
 func (t *taker) consume(ctx context.Context, n int) (*client.ConsumeResult, error) {
-	return t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: t.wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
+	asked := time.Now()
+	res, err := t.src.Consume(ctx, t.o.Topic, client.ConsumeOptions{Wait: t.wait, Partition: t.o.Partition, Max: n, Stop: t.stopping})
+	if err == nil && t.wait > 0 && (res == nil || len(res.Messages) == 0) {
+		if d := t.o.IdlePause - time.Since(asked); d > 0 {
+			pause(t.take, d)
+		}
+	}
+	return res, err
 }
 
 // pause waits d; false when ctx ended first.
