@@ -45,6 +45,8 @@ type SubOptions struct {
 	Offset *int64
 	// Match is --filter and --grep (--peek only); nil shows every message.
 	Match *replay.Matcher
+	// Time is --since and --until (with --peek); a zero time was not given.
+	Time timeRange
 
 	// Command, when not nil, is exec mode: run it per message.
 	Command []string
@@ -77,6 +79,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 		ackExitCodes string
 		out          outputFlags
 		find         findFlags
+		times        timeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sub TOPIC [flags] [-- COMMAND [ARG...]]",
@@ -136,6 +139,9 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			if opts.Match, err = find.resolve(changed); err != nil {
 				return err
 			}
+			if opts.Time, err = peekTimes(f, &times, opts.Peek, changed); err != nil {
+				return err
+			}
 			if opts.Command != nil {
 				codes, err := parseExitCodes(ackExitCodes)
 				if err != nil {
@@ -169,6 +175,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.BoolVarP(&opts.Interactive, "interactive", "i", false, "hold mode: take one message at a time, show it full screen, and ack, nack or dead-letter it by key")
 	fl.BoolVar(&opts.FromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
 	fl.Int64Var(&offset, "offset", -1, "with --peek --partition N: start at this offset")
+	times.addFlags(cmd, "with --peek,")
 	out.addFlags(cmd)
 	find.addFlags(cmd)
 
@@ -551,6 +558,7 @@ func peekRun(f *Factory, opts *SubOptions) error {
 	case opts.Offset != nil:
 		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
+	opts.Time.apply(f, &ro)
 	if _, err := opts.Output.renderer(f); err != nil {
 		return err // before saying what it would do
 	}

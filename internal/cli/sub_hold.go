@@ -165,6 +165,7 @@ func holdPeek(f *Factory, c *client.Client, opts *SubOptions, feed *hold.Feed, e
 	case opts.Offset != nil:
 		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
+	opts.Time.apply(f, &ro)
 	ctx, cancel := f.Context()
 	defer cancel()
 	if opts.Timeout > 0 {

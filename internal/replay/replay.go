@@ -45,6 +45,21 @@ type Options struct {
 	Follow bool
 	// PollInterval is the pause between sweeps that found nothing new (Follow).
 	PollInterval time.Duration
+
+	// Since, when set, starts each partition at its first message stamped at or
+	// after it, found by the search in since.go (Start is then not used), and no
+	// message stamped before it is emitted.
+	Since time.Time
+	// Until, when set, ends each partition after its last message stamped at or
+	// before it. With Follow, once the clock has passed it (its whole second is
+	// over, so nothing more can be stamped at or before it), each partition is read
+	// to its tail one last time and the read ends.
+	Until time.Time
+	// Now is the clock Until is checked against with Follow; nil means time.Now.
+	Now func() time.Time
+	// OnFound, when set, hears where each partition's Since read starts and what
+	// the search cost, before anything is emitted.
+	OnFound func(Found)
 }
 
 // ErrNoSuchPartition is bad input: the topic has no such partition.
@@ -76,13 +91,20 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 			next[p] = o.Offset
 		}
 	}
+	w, err := newWindow(ctx, src, t, parts, o, next)
+	if err != nil {
+		return 0, err
+	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = 500 * time.Millisecond
 	}
 	emitted := 0
-	done := func(p int) bool { return o.To >= 0 && next[p] > o.To }
+	done := func(p int) bool { return o.To >= 0 && next[p] > o.To || w.ended[p] }
 	for {
 		progressed := false
+		// last: the clock passed Until, so this sweep reads every partition to its
+		// tail and is the final one.
+		last := o.Follow && w.over()
 		for _, p := range parts {
 			// Without Follow each partition is read to its tail before the next one;
 			// with Follow one message per partition per sweep keeps them all live.
@@ -90,7 +112,7 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 				if o.Count > 0 && emitted >= o.Count {
 					return emitted, nil
 				}
-				m, err := src.Replay(ctx, o.Topic, p, next[p])
+				m, err := w.read(ctx, src, o.Topic, p, next[p])
 				if client.IsGone(err) {
 					// Retention dropped it: skip to what the partition still holds.
 					t, err = src.Topic(ctx, o.Topic)
@@ -112,14 +134,16 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 				}
 				next[p] = m.Offset + 1
 				progressed = true
-				emitted++
-				if err := emit(m); err != nil {
-					if errors.Is(err, ErrStop) {
-						return emitted, nil
+				if w.keep(p, m) {
+					emitted++
+					if err := emit(m); err != nil {
+						if errors.Is(err, ErrStop) {
+							return emitted, nil
+						}
+						return emitted, err
 					}
-					return emitted, err
 				}
-				if o.Follow {
+				if o.Follow && !last {
 					break
 				}
 			}
@@ -127,7 +151,7 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 		if o.Count > 0 && emitted >= o.Count {
 			return emitted, nil
 		}
-		if !o.Follow {
+		if !o.Follow || last {
 			return emitted, nil
 		}
 		allDone := true
@@ -140,10 +164,12 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 			return emitted, nil
 		}
 		if !progressed {
+			timer := time.NewTimer(w.pause(o.PollInterval))
 			select {
 			case <-ctx.Done():
+				timer.Stop()
 				return emitted, ctx.Err()
-			case <-time.After(o.PollInterval):
+			case <-timer.C:
 			}
 		}
 	}

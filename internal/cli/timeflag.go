@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/narad/narad/internal/replay"
+)
+
+// timeForms is what --since and --until take, said in every refusal so that a
+// mistyped time is corrected without opening the help.
+const timeForms = "RFC 3339 2026-12-01T10:00:00Z, local 2026-12-01 10:00[:05], " +
+	"unix seconds @1796092554, or back from now 90s, 15m, 2h, 3d"
+
+// localLayouts are the zone-less forms, read in the local time zone: what a person
+// copies from a log line or types from a wall clock. A T in place of the space and a
+// date alone (its midnight) are taken too, as a person would expect.
+var localLayouts = []string{
+	"2006-01-02 15:04:05", "2006-01-02 15:04",
+	"2006-01-02T15:04:05", "2006-01-02T15:04",
+	"2006-01-02",
+}
+
+// parseTime reads a --since/--until TIME: RFC 3339, a local date and time (in loc),
+// @unix-seconds, or a duration back from now (with d for days). It never asks the
+// node anything, so a bad time is refused before any request.
+func parseTime(s string, now time.Time, loc *time.Location) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, false
+	}
+	if rest, ok := strings.CutPrefix(s, "@"); ok {
+		// Digits only: strconv would take a sign, and a negative or fractional unix
+		// time is a typo rather than a moment anyone has messages from.
+		if rest == "" || strings.Trim(rest, "0123456789") != "" {
+			return time.Time{}, false
+		}
+		sec, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || sec > maxUnixSeconds {
+			return time.Time{}, false
+		}
+		return time.Unix(sec, 0), true
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	for _, layout := range localLayouts {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, true
+		}
+	}
+	// A duration back from now. It must name a unit (a bare number is ambiguous:
+	// seconds or unix time?) and not be negative (back from now, never ahead).
+	if s[0] >= '0' && s[0] <= '9' && strings.Trim(s, "0123456789") != "" {
+		if d, err := parseDurationDays(s); err == nil && d >= 0 {
+			return now.Add(-d), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// maxUnixSeconds keeps an @ time within what time.Time and its Unix seconds hold
+// both ways (the year 9999).
+const maxUnixSeconds = 253402300799
+
+// timeFlags are --since and --until as typed.
+type timeFlags struct{ since, until string }
+
+// timeRange is --since and --until resolved; a zero time was not given.
+type timeRange struct{ Since, Until time.Time }
+
+// addFlags adds --since and --until; follow says how the command follows, for the
+// help of a future --until.
+func (t *timeFlags) addFlags(cmd *cobra.Command, follow string) {
+	fl := cmd.Flags()
+	fl.StringVar(&t.since, "since", "", "start each partition at its first message stamped at or after TIME"+
+		" (RFC 3339, local 2026-12-01 10:00[:05], @unix-seconds, or 90s, 15m, 2h, 3d ago)")
+	fl.StringVar(&t.until, "until", "", "stop each partition after its last message stamped at or before TIME"+
+		" (same forms as --since; "+follow+" a future TIME ends once the clock passes it)")
+}
+
+// peekTimes is sub's --since and --until: watching only, as a consumer takes what is
+// ready, whenever it was stamped.
+func peekTimes(f *Factory, t *timeFlags, peek bool, changed func(string) bool) (timeRange, error) {
+	if !changed("since") && !changed("until") {
+		return timeRange{}, nil
+	}
+	if !peek {
+		return timeRange{}, usageErrorf("--since and --until need --peek (or use narad replay)")
+	}
+	if err := startConflicts(changed, "offset", "from-beginning"); err != nil {
+		return timeRange{}, err
+	}
+	return t.resolve(f, changed)
+}
+
+// startConflicts refuses --since beside another flag that says where to start.
+func startConflicts(changed func(string) bool, others ...string) error {
+	if !changed("since") {
+		return nil
+	}
+	for _, name := range others {
+		if changed(name) {
+			return usageErrorf("--since and --%s cannot be used together (both say where to start)", name)
+		}
+	}
+	return nil
+}
+
+// resolve reads both flags against f's clock and checks them together.
+func (t *timeFlags) resolve(f *Factory, changed func(string) bool) (timeRange, error) {
+	now := time.Now
+	if f.Now != nil {
+		now = f.Now
+	}
+	var r timeRange
+	at := now()
+	for _, fl := range []struct {
+		name string
+		s    string
+		to   *time.Time
+	}{{"since", t.since, &r.Since}, {"until", t.until, &r.Until}} {
+		if !changed(fl.name) {
+			continue
+		}
+		v, ok := parseTime(fl.s, at, time.Local)
+		if !ok {
+			return r, usageErrorf("invalid --%s %q (%s)", fl.name, fl.s, timeForms)
+		}
+		*fl.to = v
+	}
+	// Compared in whole seconds, as messages are stamped: --since 10:00:00.5 and
+	// --until 10:00:00 both take the messages stamped 10:00:00.
+	if !r.Since.IsZero() && !r.Until.IsZero() && r.Until.Unix() < r.Since.Unix() {
+		return r, usageErrorf("--until %s is before --since %s (nothing could match)",
+			r.Until.Format(time.RFC3339), r.Since.Format(time.RFC3339))
+	}
+	return r, nil
+}
+
+// apply puts the range into a read, with f's clock for a follow's end and, for
+// -v, a line per partition saying how many reads its start took to find. A broken
+// order is said without -v: it explains a read that goes slower than it should.
+func (r timeRange) apply(f *Factory, ro *replay.Options) {
+	ro.Since, ro.Until, ro.Now = r.Since, r.Until, f.Now
+	if r.Since.IsZero() {
+		return
+	}
+	verbose := f.global.verbose
+	ro.OnFound = func(found replay.Found) {
+		if verbose {
+			fmt.Fprintf(f.IO.ErrOut, "since %s: partition %d starts at offset %d, found in %d reads over %d messages\n",
+				r.Since.Format(time.RFC3339), found.Partition, found.Start, found.Reads, found.Messages)
+		}
+		if found.Broken {
+			fmt.Fprintf(f.IO.ErrOut, "narad: note: partition %d is not in time order (a clock stepped back?): "+
+				"reading on from offset %d, the last point found in order\n", found.Partition, found.Start)
+		}
+	}
+}
