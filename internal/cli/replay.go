@@ -49,12 +49,12 @@ func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Comm
 		Use:   "replay TOPIC",
 		Short: "Read a topic's history by position, taking nothing",
 		Long: "Read retained messages by position, from the oldest (or --offset) to the tail, each\n" +
-			"partition in turn unless --partition. Nothing is reserved or acked.",
+			"partition in turn unless --partition. Nothing is reserved or acked." + timeHelp,
 		Example: "  # The first ten messages of partition 4\n" +
 			"  narad replay orders --partition 4 --offset 0 --count 10\n\n" +
 			"  # Back up everything kept, as JSON lines; consumers are not disturbed\n" +
 			"  narad replay orders -o json > orders.jsonl\n\n" +
-			"  # What arrived between 10:00 and 10:05 (local time; found by binary search, not a scan)\n" +
+			"  # What arrived between 10:00 and 10:05, local time (a binary search, no scan)\n" +
 			"  narad replay orders --since '2026-12-01 10:00' --until '2026-12-01 10:05'\n\n" +
 			"  # Copy a topic, keys and binary payloads exact\n" +
 			"  narad replay orders -o json | narad produce orders-copy --json\n\n" +

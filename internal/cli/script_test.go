@@ -70,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"waitready": cmdWaitReady,
 			"faultnode": cmdFaultNode,
 			"slowproxy": cmdSlowProxy,
+			"now":       cmdNow,
 		},
 	})
 }
@@ -78,8 +79,54 @@ func TestScripts(t *testing.T) {
 // `broker` can reach it. Scripts run in parallel, each with its own broker.
 var brokers = struct {
 	sync.Mutex
-	m map[string]*devbroker.Broker
-}{m: map[string]*devbroker.Broker{}}
+	m      map[string]*devbroker.Broker
+	clocks map[string]*scriptClock
+}{m: map[string]*devbroker.Broker{}, clocks: map[string]*scriptClock{}}
+
+// scriptClock is a script broker's clock: the real one until `broker clock` sets
+// it, then standing where it was set, so messages get the stamps a script chose.
+type scriptClock struct {
+	mu    sync.Mutex
+	at    time.Time
+	fixed bool
+}
+
+func (c *scriptClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fixed {
+		return time.Now()
+	}
+	return c.at
+}
+
+// set stands the clock at s: an RFC 3339 time, or +D/-D from where it stands.
+func (c *scriptClock) set(s string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s == "real" {
+		c.fixed = false
+		return nil
+	}
+	at := c.at
+	if !c.fixed {
+		at = time.Now()
+	}
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		c.at, c.fixed = at.Add(d), true
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return err
+	}
+	c.at, c.fixed = t, true
+	return nil
+}
 
 func lookupBroker(ts *testscript.TestScript) *devbroker.Broker {
 	brokers.Lock()
@@ -123,15 +170,19 @@ func cmdNaradDev(ts *testscript.TestScript, neg bool, args []string) {
 	fs.DurationVar(&cfg.MaxConsumeWait, "max-consume-wait", 0, "")
 	fs.BoolVar(&cfg.Legacy, "legacy", false, "")
 	ts.Check(fs.Parse(args))
+	clock := &scriptClock{}
+	cfg.Now = clock.Now
 	b, err := devbroker.Start(cfg)
 	ts.Check(err)
 	ts.Defer(func() { b.Close() })
 	brokers.Lock()
 	brokers.m[b.URL()] = b
+	brokers.clocks[b.URL()] = clock
 	brokers.Unlock()
 	ts.Defer(func() {
 		brokers.Lock()
 		delete(brokers.m, b.URL())
+		delete(brokers.clocks, b.URL())
 		brokers.Unlock()
 	})
 	ts.Setenv("NARAD_ADDR", b.URL())
@@ -146,6 +197,9 @@ func cmdNaradDev(ts *testscript.TestScript, neg bool, args []string) {
 //	broker stats TOPIC            prints available=N inflight=N acked=N
 //	broker legacy on|off          switches the older-node behaviour
 //	broker waitinflight TOPIC N   waits until N messages are leased
+//	broker clock T|+D|-D|real     stands the broker's clock (message stamps) at an
+//	                              RFC 3339 time, or moves it from where it stands
+//	                              (the real time until set); real: the real clock again
 func cmdBroker(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 {
 		ts.Fatalf("usage: broker requests|fail|stats|legacy ...")
@@ -164,6 +218,12 @@ func cmdBroker(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	case "legacy":
 		b.SetLegacy(args[1] == "on")
+		return
+	case "clock":
+		brokers.Lock()
+		c := brokers.clocks[ts.Getenv("BROKER_URL")]
+		brokers.Unlock()
+		ts.Check(c.set(args[1]))
 		return
 	case "waitinflight":
 		// broker waitinflight TOPIC N: until N messages are leased (up to 10 s).
@@ -192,6 +252,21 @@ func cmdBroker(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unknown broker subcommand %q", args[0])
 	}
 	fmt.Fprintln(ts.Stdout(), got)
+}
+
+// now VAR [+D|-D] sets VAR to the real time (moved by D) in RFC 3339, whole seconds
+// in UTC: a TIME flag a moment ahead of the narad under test.
+func cmdNow(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: now VAR [+D|-D]")
+	}
+	at := time.Now()
+	if len(args) == 2 {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		at = at.Add(d)
+	}
+	ts.Setenv(args[0], at.UTC().Format(time.RFC3339))
 }
 
 // http METHOD PATH [-H NAME:VALUE]... [-d BODY | -f FILE]

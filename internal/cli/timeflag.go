@@ -16,6 +16,18 @@ import (
 const timeForms = "RFC 3339 2026-12-01T10:00:00Z, local 2026-12-01 10:00[:05], " +
 	"unix seconds @1796092554, or back from now 90s, 15m, 2h, 3d"
 
+// timeHelp is what replay's help says of --since and --until.
+const timeHelp = `
+
+By time: --since TIME starts each partition at its first message stamped at or
+after TIME, found by binary search (about log2 n reads, never a scan); --until TIME
+stops it after its last message stamped at or before TIME. Stamps are whole
+seconds and both ends are inclusive. TIME is RFC 3339 (2026-12-01T10:00:00Z), local
+2026-12-01 10:00[:05] (or a date alone: its midnight), unix seconds @1796092554, or
+a duration back from now (90s, 15m, 2h, 3d, 1d12h). A partition found out of time
+order (a clock stepped back) is read on from the last point found in order, printing
+only what is in range, and a note says so.`
+
 // localLayouts are the zone-less forms, read in the local time zone: what a person
 // copies from a log line or types from a wall clock. A T in place of the space and a
 // date alone (its midnight) are taken too, as a person would expect.
