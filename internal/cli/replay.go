@@ -54,8 +54,9 @@ func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Comm
 			"  narad replay orders --partition 4 --offset 0 --count 10\n\n" +
 			"  # Back up everything kept, as JSON lines; consumers are not disturbed\n" +
 			"  narad replay orders -o json > orders.jsonl\n\n" +
-			"  # What arrived between 10:00 and 10:05, local time (a binary search, no scan)\n" +
-			"  narad replay orders --since '2026-12-01 10:00' --until '2026-12-01 10:05'\n\n" +
+			"  # What arrived between 10:00 and 10:05 local time (no scan)\n" +
+			"  narad replay orders --since '2026-12-01 10:00' \\\n" +
+			"    --until '2026-12-01 10:05'\n\n" +
 			"  # Copy a topic, keys and binary payloads exact\n" +
 			"  narad replay orders -o json | narad produce orders-copy --json\n\n" +
 			"  # Follow new messages as they are written, keys only\n" +
