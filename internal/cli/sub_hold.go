@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -48,10 +51,22 @@ func holdRun(f *Factory, opts *SubOptions) error {
 		// Checked before anything is asked of the node: nothing is taken.
 		return usageErrorf("sub -i needs a terminal (stdin and stdout)")
 	}
-	c, err := f.Client()
+	// The connection's warnings go to the terminal before the screen opens; what the
+	// client says later (retry notices, -v, --curl) goes to the screen's note line and
+	// is written out once the screen is gone.
+	if _, err := f.Connection(); err != nil {
+		return err
+	}
+	lines := &screenLines{}
+	fs := *f
+	ios := *f.IO
+	ios.ErrOut = lines
+	fs.IO = &ios
+	c, err := fs.Client()
 	if err != nil {
 		return err
 	}
+	defer lines.flush(f.IO.ErrOut)
 	// The lease, which the screen counts down: topic info also says at once that the
 	// topic is not there, before the screen opens.
 	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
@@ -93,6 +108,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithContext(f.Signals.Hard))
 	var final tea.Model
 	var perr error
+	lines.start(p.Send, ended)
 	go func() {
 		defer close(ended)
 		final, perr = p.Run()
@@ -125,6 +141,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 	}
 	p.Send(hold.Stop{}) // the run is over: whatever is held goes back, the screen closes
 	<-ended
+	lines.flush(f.IO.ErrOut)
 	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
 		return exitWith(ExitFailed, fmt.Errorf("terminal: %v", perr))
 	}
@@ -141,6 +158,11 @@ func holdRun(f *Factory, opts *SubOptions) error {
 	writeRunLeftovers(f, opts.Topic, res)
 	if err != nil && res.Reason == consumer.StopFailed {
 		return apiFatal(f, c, err, opts.Topic)
+	}
+	if res.Reason == consumer.StopInterrupted && f.Signals.Received() == 0 {
+		// q is how hold mode ends, not an interruption: what happened to the messages
+		// decides the exit code (4 for a lease that was gone).
+		res.Reason = consumer.StopDrained
 	}
 	switch res.Outcome() {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
@@ -187,4 +209,60 @@ func holdPeek(f *Factory, c *client.Client, opts *SubOptions, feed *hold.Feed, e
 		return apiFatal(f, c, err, opts.Topic)
 	}
 	return nil
+}
+
+// screenLines takes what would be written on stderr while the screen owns the
+// terminal: each line goes to the screen, and all of them (up to screenLinesMax) are
+// written out once it is gone.
+type screenLines struct {
+	mu    sync.Mutex
+	send  func(tea.Msg)
+	ended <-chan struct{}
+	part  []byte
+	kept  bytes.Buffer
+}
+
+const screenLinesMax = 1 << 20
+
+func (s *screenLines) start(send func(tea.Msg), ended <-chan struct{}) {
+	s.mu.Lock()
+	s.send, s.ended = send, ended
+	s.mu.Unlock()
+}
+
+func (s *screenLines) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	if s.kept.Len() < screenLinesMax {
+		s.kept.Write(p)
+	}
+	s.part = append(s.part, p...)
+	var done []string
+	for {
+		i := bytes.IndexByte(s.part, '\n')
+		if i < 0 {
+			break
+		}
+		done = append(done, string(s.part[:i]))
+		s.part = s.part[i+1:]
+	}
+	send, ended := s.send, s.ended
+	s.mu.Unlock()
+	if send != nil {
+		for _, l := range done {
+			select {
+			case <-ended:
+			default:
+				send(hold.Notice{Text: l})
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// flush writes what was kept to w, once.
+func (s *screenLines) flush(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = w.Write(s.kept.Bytes())
+	s.kept.Reset()
 }

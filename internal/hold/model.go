@@ -72,6 +72,10 @@ type (
 	NodeBack struct{}
 )
 
+// Notice is a line the run would have written on stderr (a retry notice, -v): the
+// screen owns the terminal, so it is shown in the note line instead.
+type Notice struct{ Text string }
+
 // Stop is the run stopping (a signal, --timeout, --count reached): what is held is
 // given back and the program quits.
 type Stop struct{}
@@ -274,6 +278,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case NodeLost:
 		m.node = "node lost: " + render.Escape(msg.Err.Error()) + "; retrying (the lease is kept while it answers extends)"
 		return m, nil
+	case Notice:
+		m.note = render.Escape(strings.TrimSpace(msg.Text))
+		return m, nil
 	case NodeBack:
 		m.node = ""
 		m.note = "node is back"
@@ -403,6 +410,7 @@ func (m *Model) settle(e *entry, a action) tea.Cmd {
 func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
 	e := r.e
 	e.busy = 0
+	m.note = "" // what the client said while it was on its way is answered now
 	var cmds []tea.Cmd
 	switch r.act {
 	case actExtend:
@@ -796,5 +804,9 @@ func (m Model) leaseText(e *entry) string {
 		return "held " + m.now.Sub(e.since).Truncate(time.Second).String() + ", lease kept"
 	}
 	left := max(renewed.Add(m.o.Lease).Sub(m.now), 0)
+	if left == 0 {
+		// Extends are tried every tick, but none was confirmed for a whole lease.
+		return "lease ran out: no extend confirmed, it may be delivered again"
+	}
 	return fmt.Sprintf("lease %s left, kept", left.Round(time.Second/10).String())
 }

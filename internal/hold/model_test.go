@@ -511,3 +511,20 @@ func jsonString(s string) string {
 }
 
 func fmtType(v any) string { return fmt.Sprintf("%T", v) }
+
+// What the client would have written on stderr is shown on the screen, escaped; a
+// settlement's answer replaces it.
+func TestNoticesGoToTheNoteLine(t *testing.T) {
+	h := newHarness(t, nil)
+	f := &fakeHeld{m: msgOf(`1`, 1), renewed: t0}
+	h.arrive(f)
+	h.send(Notice{Text: "narad: extend: cannot reach \x1b[2J; retrying\n"})
+	if v := h.view(); !strings.Contains(v, `narad: extend: cannot reach \x1b[2J; retrying`) || strings.Contains(v, "\x1b") {
+		t.Errorf("screen:\n%q", v)
+	}
+	f.ackErr = consumer.ErrLeaseGone
+	h.key("a")
+	if v := h.view(); strings.Contains(v, "cannot reach") || !strings.Contains(v, "lease lost") {
+		t.Errorf("screen after the ack's answer:\n%s", v)
+	}
+}
