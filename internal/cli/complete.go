@@ -24,6 +24,13 @@ const defaultCompletionTimeout = 1500 * time.Millisecond
 // value completes no file names.
 var fileFlags = map[string]bool{"file": true, "config": true, "ca-cert": true}
 
+// topicFlags are the flags whose value is an existing topic: they complete the
+// node's topics (a test finds every flag that takes a topic and checks it does).
+var topicFlags = map[string]bool{"dead-letter": true, "parent": true}
+
+// topicArgs are the names a usage line gives an argument that is an existing topic.
+var topicArgs = map[string]bool{"TOPIC": true, "PARENT": true, "CHILD": true}
+
 // addCompletions teaches TAB about the user's world, by one convention for the
 // whole tree so that a new command gets it by its usage line: a first argument
 // named TOPIC completes the node's topics (except for topic create, whose topic
@@ -54,6 +61,11 @@ func addCompletions(f *Factory, root *cobra.Command) {
 		}
 		if fl.Lookup("partition") != nil {
 			register(c, "partition", f.completePartitions)
+		}
+		for name := range topicFlags {
+			if fl.Lookup(name) != nil {
+				register(c, name, f.completeTopics)
+			}
 		}
 		noFilesForValueFlags(c, fl)
 	})
@@ -101,16 +113,43 @@ func fixedValues(values ...string) cobra.CompletionFunc {
 // firstArgName is the first argument in a usage line, without brackets:
 // "sub TOPIC [flags]" -> "TOPIC", "show [NAME]" -> "NAME".
 func firstArgName(use string) string {
-	fields := strings.Fields(use)
-	if len(fields) < 2 {
-		return ""
+	if names := argNames(use); len(names) > 0 {
+		return names[0]
 	}
-	return strings.Trim(fields[1], "[]")
+	return ""
+}
+
+// argNames are the positional arguments of a usage line, up to its flags, without
+// brackets; a repeated one ends with "...": "attach PARENT CHILD" -> [PARENT CHILD],
+// "status [TOPIC...] [--watch]" -> [TOPIC...].
+func argNames(use string) []string {
+	var names []string
+	for _, f := range strings.Fields(use)[1:] {
+		f = strings.Trim(f, "[]")
+		if f == "" || strings.HasPrefix(f, "-") || f == "flags" {
+			break
+		}
+		names = append(names, f)
+	}
+	return names
+}
+
+// isTopicArg reports whether argument i of a command with these argument names is
+// an existing topic.
+func isTopicArg(names []string, i int) bool {
+	if i >= len(names) {
+		last := len(names) - 1
+		return last >= 0 && strings.HasSuffix(names[last], "...") && topicArgs[strings.TrimSuffix(names[last], "...")]
+	}
+	return topicArgs[strings.TrimSuffix(names[i], "...")]
 }
 
 // argCompletion is what TAB offers for c's positional arguments.
 func (f *Factory) argCompletion(c *cobra.Command) cobra.CompletionFunc {
 	first := firstArgName(c.Use)
+	names := argNames(c.Use)
+	// topic create names a topic that does not exist yet.
+	creates := c.Name() == "create"
 	inContext := c.HasParent() && c.Parent().Name() == "context"
 	// sub TOPIC -- COMMAND: past the topic comes a program and its arguments, which
 	// may be files. (Whether -- was typed cannot be told here: while completing,
@@ -120,12 +159,13 @@ func (f *Factory) argCompletion(c *cobra.Command) cobra.CompletionFunc {
 		if len(args) > 0 && commandFollows {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
+		if !creates && isTopicArg(names, len(args)) {
+			return f.completeTopics(cmd, args, toComplete)
+		}
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		switch {
-		case first == "TOPIC" && cmd.Name() != "create":
-			return f.completeTopics(cmd, args, toComplete)
 		case first == "NAME" && inContext && cmd.Name() != "add":
 			return f.completeContextNames(cmd, args, toComplete)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/narad/narad/internal/devbroker"
 	"github.com/narad/narad/internal/iostreams"
@@ -260,5 +261,66 @@ func TestBashCompletionWorksWithoutThePackage(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "COMP_LINE:0:COMP_POINT") || !strings.Contains(r.stdout, "_get_comp_words_by_ref \"$@\" cur prev words cword") {
 		t.Errorf("bash completion lacks the plain-bash fallback or the package call")
+	}
+}
+
+// Every argument and flag that takes an existing topic completes the node's topics.
+// What takes a topic is found here apart from complete.go: an argument the usage line
+// names TOPIC, PARENT or CHILD, and a string flag whose text says its value is a topic.
+// Only what names a topic that does not exist yet is left out: topic create's own
+// TOPIC and narad dev's --topic (it is the node).
+func TestEveryTopicArgumentAndFlagCompletesTopics(t *testing.T) {
+	b := startBroker(t, "orders:5", "payments:3", "other:3")
+	e := newCompleteEnv(t, b.URL())
+	want := []string{"orders", "other"}
+	checked := 0
+	for _, c := range everyCommand() {
+		path := strings.Fields(c.CommandPath())[1:]
+		if !c.Runnable() || c.Name() == "help" {
+			continue
+		}
+		var names []string // the usage line's arguments, up to its flags
+		for _, w := range strings.Fields(c.Use)[1:] {
+			if w = strings.Trim(w, "[]"); w == "" || w == "flags" || strings.HasPrefix(w, "-") {
+				break
+			}
+			names = append(names, w)
+		}
+		for i, n := range names {
+			n = strings.TrimSuffix(n, "...")
+			if (n != "TOPIC" && n != "PARENT" && n != "CHILD") || (c.Name() == "create" && i == 0) {
+				continue
+			}
+			args := append(slices.Clone(path), slices.Repeat([]string{"payments"}, i)...)
+			got, _ := e.complete(append(args, "o")...)
+			checked++
+			if !slices.Equal(got, want) {
+				t.Errorf("narad %s: argument %d (%s) completes %q, want %q", strings.Join(path, " "), i+1, n, got, want)
+			}
+			if strings.HasSuffix(names[i], "...") {
+				// A repeated topic: the next one completes too.
+				got, _ := e.complete(append(args, "payments", "o")...)
+				if !slices.Equal(got, want) {
+					t.Errorf("narad %s: a second %s completes %q", strings.Join(path, " "), n, got)
+				}
+			}
+		}
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			usage := strings.ToLower(fl.Usage)
+			takesTopic := (fl.Value.Type() == "string" || fl.Value.Type() == "stringArray") &&
+				strings.Contains(strings.ReplaceAll(usage, "topic's", ""), "topic")
+			if !takesTopic || (c.Name() == "dev" && fl.Name == "topic") {
+				return
+			}
+			args := append(slices.Clone(path), "payments", "--"+fl.Name, "o")
+			got, _ := e.complete(args...)
+			checked++
+			if !slices.Equal(got, want) {
+				t.Errorf("narad %s --%s (%q) completes %q, want %q", strings.Join(path, " "), fl.Name, fl.Usage, got, want)
+			}
+		})
+	}
+	if checked < 15 {
+		t.Errorf("only %d topic arguments and flags found", checked)
 	}
 }
