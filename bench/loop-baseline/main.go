@@ -4,7 +4,7 @@
 // a ratio pay for a process start.
 //
 //	loop-baseline produce URL TOPIC N J       # "1".."N" as single POSTs, J at a time
-//	loop-baseline batch-drain URL TOPIC N     # consume max=100, then batch ack, one at a time
+//	loop-baseline batch-drain URL TOPIC N [J] # J loops (1 unless given) of consume max=100, then batch ack
 //	loop-baseline single-drain URL TOPIC N J  # J loops of a single consume and its ack
 //
 // A drain checks it took exactly N messages. Any failure exits 1 with one line on
@@ -43,7 +43,7 @@ func main() {
 	case "produce":
 		l.produce(n, j)
 	case "batch-drain":
-		l.batchDrain(n)
+		l.batchDrain(n, j)
 	case "single-drain":
 		l.singleDrain(n, j)
 	default:
@@ -105,14 +105,14 @@ func inParallel(j int, step func() (more bool)) {
 	wg.Wait()
 }
 
-// batchDrain consumes up to 100 and batch-acks what came, one request at a time, until
-// a consume finds nothing.
-func (l *loop) batchDrain(want int) {
-	got := 0
-	for {
+// batchDrain runs j loops that consume up to 100 and batch-ack what came, one request
+// at a time each, until a consume finds nothing.
+func (l *loop) batchDrain(want, j int) {
+	var got atomic.Int64
+	inParallel(j, func() bool {
 		st, body := l.do(http.MethodGet, "/consume?max=100", nil, "X-Narad-Client", "bench")
 		if st == http.StatusNoContent {
-			break
+			return false
 		}
 		if st != http.StatusOK {
 			fatalf("consume: %d %s", st, body)
@@ -133,10 +133,11 @@ func (l *loop) batchDrain(want int) {
 		if st, body := l.do(http.MethodPost, "/ack", ack, "Content-Type", "application/json"); st != http.StatusOK {
 			fatalf("ack: %d %s", st, body)
 		}
-		got += len(handles)
-	}
-	if got != want {
-		fatalf("drain took %d messages, want %d", got, want)
+		got.Add(int64(len(handles)))
+		return true
+	})
+	if int(got.Load()) != want {
+		fatalf("drain took %d messages, want %d", got.Load(), want)
 	}
 }
 

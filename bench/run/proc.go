@@ -28,10 +28,25 @@ func runProc(env []string, in string, argv ...string) sample {
 	return runProcTo(nil, env, in, argv...)
 }
 
-// runPiped is runProc with stdout a pipe that this program reads and discards
-// (`| cat > /dev/null`): narad then acks a line only once the reader took it.
+// runPiped is runProc with stdout a pipe to `cat > /dev/null`, as a user types it:
+// narad then acks a line only once cat took it. The wall time runs until both exited.
 func runPiped(env []string, in string, argv ...string) sample {
-	return runProcTo(io.Discard, env, in, argv...)
+	r, w, err := os.Pipe()
+	if err != nil {
+		fatalf("%v", err)
+	}
+	cat := exec.Command("cat")
+	cat.Stdin = r
+	if err := cat.Start(); err != nil {
+		fatalf("cat: %v", err)
+	}
+	r.Close()
+	s := runProcTo(w, env, in, argv...)
+	w.Close()
+	if err := cat.Wait(); err != nil {
+		fatalf("cat: %v", err)
+	}
+	return s
 }
 
 func runProcTo(out io.Writer, env []string, in string, argv ...string) sample {

@@ -85,7 +85,9 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 		Use:   "sub TOPIC [flags] [-- COMMAND [ARG...]]",
 		Short: "Consume, print and ack messages, or run a command per message",
 		Long: "Consume messages from TOPIC, print each and ack it once its line is written: a real\n" +
-			"consumer that competes with the others on the topic. --peek watches without taking.\n\n" +
+			"consumer that competes with the others on the topic. --peek watches without taking.\n" +
+			"Through a pipe (Linux) a line is acked once the reader took it, and the next goes into the\n" +
+			"pipe only then: `narad sub orders | head -n 2` acks exactly two and gives the rest back.\n\n" +
 			"With -- COMMAND, run the command once per message (payload on stdin, NARAD_* in the\n" +
 			"environment), extend the lease while it runs, ack on success and nack on failure." + execHelp,
 		Example: "  # Print and ack messages as they come (Ctrl-C to stop)\n" +
