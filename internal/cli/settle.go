@@ -527,6 +527,18 @@ func nodeNotices(f *Factory, c *client.Client) (lost func(error), back func()) {
 	return lost, back
 }
 
+// surplusNotice says, once a run, that the node answered a consume with more messages
+// than it asked for (those over were given back): a node that ignores max.
+func surplusNotice(f *Factory) func(asked, got int) {
+	var once sync.Once
+	return func(asked, got int) {
+		once.Do(func() {
+			fmt.Fprintf(f.IO.ErrOut, "narad: the node answered %d messages to a consume for %d; the %d over were given back (said once)\n",
+				got, asked, got-asked)
+		})
+	}
+}
+
 // shellWord is s as one shell word: as is when it holds nothing a shell treats
 // specially, else in single quotes.
 func shellWord(s string) string {

@@ -347,6 +347,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 		Stop:      f.Signals.Soft,
 	}
 	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
+	co.OnSurplus = surplusNotice(f)
 	// Settlements still retrying when the grace after a signal ends (for running
 	// commands, or lines in a pipe) are given up then, as at a second signal, and
 	// listed for pasting.

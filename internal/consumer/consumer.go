@@ -131,6 +131,9 @@ type Options struct {
 	// it answers again. Either may be nil.
 	OnNodeLost func(err error)
 	OnNodeBack func()
+	// OnSurplus is called (from a sender) when a consume that asked for asked messages
+	// got more; those over were given back at once. It may be nil.
+	OnSurplus func(asked, got int)
 	// Lease, when set, makes the run keep the lease of every message it holds until it
 	// is settled (see keeper): a message taken ahead, waiting behind a write that
 	// blocks, or written to a pipe and not read yet is extended once it has been held a
@@ -684,10 +687,28 @@ func (t *taker) sender() {
 	for c := range t.orders {
 		c.res, c.err = t.consume(ctx, c.n)
 		if c.err == nil && c.res != nil && len(c.res.Messages) > 0 {
+			c.res.Messages = t.giveBackSurplus(c.res.Messages, c.n)
 			c.ds = t.s.wrap(c.res.Messages)
 		}
 		t.results <- c
 	}
+}
+
+// giveBackSurplus keeps the first n of msgs, what the consume asked for, and gives the
+// rest back at once: a node that answers 150 messages to max=1 must not make
+// `--count 1` print 150, or exec mode with -j 1 run 150 commands. The run never holds
+// more than it asked for; OnSurplus hears of it.
+func (t *taker) giveBackSurplus(msgs []client.Message, n int) []client.Message {
+	if n <= 0 || len(msgs) <= n {
+		return msgs
+	}
+	over := t.s.wrap(msgs[n:])
+	t.c.received.Add(int64(len(over)))
+	_ = NackAll(over, GiveBack)
+	if t.o.OnSurplus != nil {
+		t.o.OnSurplus(n, len(msgs))
+	}
+	return msgs[:n:n]
 }
 
 // next waits for a consume on its way to come back.

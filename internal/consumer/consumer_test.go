@@ -518,17 +518,6 @@ func TestLeftoversAreGivenBack(t *testing.T) {
 	}
 }
 
-func TestOverDeliveryIsStillHandled(t *testing.T) {
-	// A node that ignores max hands out more than asked; nothing may be lost.
-	src := consumertest.New()
-	src.Over = 2
-	src.Add("t", 6)
-	res := run(t, context.Background(), src, consumer.NewPrinter(&bytes.Buffer{}, lines{}), consumer.Options{Drain: true, Max: 1})
-	if res.Stats.Received != 6 || res.Stats.Acked != 6 {
-		t.Errorf("stats %+v", res.Stats)
-	}
-}
-
 type failingRenderer struct{ bad string }
 
 func (f failingRenderer) Append(dst []byte, m *client.Message) ([]byte, error) {

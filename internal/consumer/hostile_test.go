@@ -65,3 +65,46 @@ func TestEmptyAnswersNeverSpin(t *testing.T) {
 		})
 	}
 }
+
+// A node that answers more than max: the run holds only what it asked for, gives the
+// rest back at once and says so; nothing is lost. --count 1 prints one message, not
+// the 150 the node sent.
+func TestSurplusIsGivenBackAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		count, max, queue int
+		wantAcked         int
+	}{
+		{"--count 1 against 150 for max=1", 1, 1, 150, 1},
+		{"a drain, max=1, three for each", 0, 1, 6, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := consumertest.New()
+			src.Over = c.queue
+			if c.count == 0 {
+				src.Over = 2
+			}
+			msgs := src.Add("t", c.queue)
+			biggest := 0
+			h := &funcHandler{handle: func(_ context.Context, ds []consumer.Delivery) error {
+				biggest = max(biggest, len(ds))
+				return consumer.AckAll(ds)
+			}}
+			var notes [][2]int
+			res := run(t, context.Background(), src, h, consumer.Options{Count: c.count, Max: c.max, Drain: c.count == 0,
+				OnSurplus: func(asked, got int) { notes = append(notes, [2]int{asked, got}) }})
+			if biggest > c.max {
+				t.Errorf("handed %d messages at once; asked for %d", biggest, c.max)
+			}
+			if res.Stats.Acked != int64(c.wantAcked) || res.Stats.Nacked != int64(c.queue-c.wantAcked) {
+				t.Errorf("stats %+v; want %d acked, the rest given back", res.Stats, c.wantAcked)
+			}
+			if got := len(src.Handles(client.Ack)) + len(src.Handles(client.Nack)); got != len(msgs) {
+				t.Errorf("%d of %d settled", got, len(msgs))
+			}
+			if len(notes) == 0 || notes[0][0] != c.max || notes[0][1] <= c.max {
+				t.Errorf("surplus noted %v", notes)
+			}
+		})
+	}
+}

@@ -222,8 +222,10 @@ func TestExtrasOfAConsumeOnItsWayAtTheCountAreGivenBack(t *testing.T) {
 	}
 	close(src.release)
 	res := await(t, done, "the count")
-	if res.Reason != consumer.StopCount || res.Stats.Acked != 10 || res.Stats.Nacked != 4 || res.Stats.Received != 14 {
-		t.Errorf("result %+v, want 10 printed and acked, the 4 that came after given back", res)
+	// What each answer brought over what it asked for was given back on arrival, and
+	// what the one held brought once the count was reached.
+	if res.Reason != consumer.StopCount || res.Stats.Acked != 10 || res.Stats.Nacked != res.Stats.Received-10 {
+		t.Errorf("result %+v, want 10 printed and acked, the rest given back", res)
 	}
 	if w.lines != 10 {
 		t.Errorf("%d lines printed, want 10", w.lines)
