@@ -3,11 +3,14 @@ package cli
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/config"
+	"github.com/narad/narad/internal/render"
 )
 
 // curlInlineMax is the largest body --curl writes into the command line; a larger
@@ -82,4 +85,47 @@ func printableText(p []byte) bool {
 // quote in s is closed, escaped and reopened.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// noteCurlCredentials says once, for --curl, whose credentials this run sends and
+// where they came from when that is not the environment the printed commands read
+// ($NARAD_USER, $NARAD_PASS): pasted as they are, they would go as someone else, or
+// as nobody. The password itself is never shown.
+func (f *Factory) noteCurlCredentials(conn config.Connection) {
+	if f.curlNoted || conn.User == "" {
+		return
+	}
+	f.curlNoted = true
+	flags := f.root.PersistentFlags()
+	from := func(flag, env string) string {
+		switch {
+		case flag == "password" && f.global.passwordStdin:
+			return "--password-stdin"
+		case flags.Changed(flag):
+			return "--" + flag
+		case f.Getenv(env) != "":
+			return ""
+		case conn.Context != "":
+			return "context " + conn.Context
+		}
+		return "the server URL"
+	}
+	user, pass := from("user", "NARAD_USER"), ""
+	if conn.Password != "" {
+		pass = from("password", "NARAD_PASS")
+	}
+	if user == "" && pass == "" {
+		return // both from the environment: the commands read them as they are
+	}
+	where := "user " + strconv.Quote(conn.User)
+	switch {
+	case user != "" && (pass == user || pass == ""):
+		where += " from " + user
+	case user != "":
+		where += " from " + user + ", its password from " + pass
+	default:
+		where += ", its password from " + pass
+	}
+	notice(f, render.Escape(fmt.Sprintf("narad: --curl: this run sends %s; the commands read "+
+		`"$NARAD_USER:$NARAD_PASS": set NARAD_USER and NARAD_PASS before pasting them`, where)))
 }

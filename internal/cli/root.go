@@ -39,6 +39,8 @@ type Factory struct {
 	root *cobra.Command
 	// stdinPassword is what --password-stdin read, once.
 	stdinPassword *string
+	// curlNoted is set once --curl said where this run's credentials came from.
+	curlNoted bool
 	// tuneClient adjusts every client's config before it is built (tests: instant
 	// backoff, short timeouts).
 	tuneClient func(*client.Config)
@@ -414,6 +416,7 @@ func (f *Factory) Client(extra ...client.Hook) (*client.Client, error) {
 	}
 	if f.global.curl {
 		hooks = append(hooks, curlPrinter{out})
+		f.noteCurlCredentials(conn)
 	}
 	hooks = append(hooks, extra...)
 	name := "narad/" + versionString()
