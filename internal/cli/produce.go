@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -31,6 +32,14 @@ type produceOptions struct {
 	Partition   *int
 	Count       int
 	Concurrency int
+	// KeepPartition sends each --json line to its own partition.
+	KeepPartition bool
+	// Rate bounds the messages a second (0: no bound); Pace plays --json lines at
+	// their timestamps' spacing, this many times faster (0: as fast as they go).
+	Rate float64
+	Pace float64
+	// rateSet and paceSet: the flag was given (0 given is a bad value, not the default).
+	rateSet, paceSet bool
 }
 
 func newProduceCmd(f *Factory) *cobra.Command {
@@ -59,10 +68,24 @@ Each MESSAGE argument is one message. Without arguments the messages come from
            prints; the payload is decoded back to the bytes that were
            produced (base64 included) and its key is kept unless --key
            is given; the partition is not kept (the target may have
-           other partitions), so pass --partition to pin one
+           other partitions) unless --keep-partition is given
 
 so "narad sub a -o json | narad produce b --json" copies messages exactly. Input is
 read as a stream: lines are sent while more are read.
+
+With --keep-partition each --json line goes to its own "partition", so that
+"narad replay a -o json > a.jsonl" and "narad produce b --json --keep-partition <
+a.jsonl" restore a partition for partition (a line without a partition goes where
+its key sends it). A line whose partition the target does not have is reported by
+its line number; the others still go.
+
+--rate N sends at most N messages a second, across all requests (in requests of
+up to N messages, at most 100). --pace F plays --json lines with the spacing of
+their "timestamp"s, F times faster: --pace 1 is real time, --pace 60 a minute of
+the tape each second. The first line goes at once; a line earlier than one already
+sent goes at once too (say: the tape is not in time order). Timestamps are whole
+seconds, so the messages of one second go together. On a terminal the progress line
+shows where the tape is.
 
 On a v3.1 node messages go in batches (up to 100 messages and 1 MiB a request,
 filled while the requests already out are answered); a node without batch produce
@@ -94,7 +117,14 @@ resuming sends again.`,
   jq -c '.orders[]' export.json | narad produce orders --lines
 
   # Copy a topic without consuming it: keys and binary payloads kept
-  narad replay orders -o json | narad produce orders-copy --json`,
+  narad replay orders -o json | narad produce orders-copy --json
+
+  # Back up a topic and restore it, partition for partition
+  narad replay orders -o json > orders.jsonl
+  narad produce orders-restored --json --keep-partition < orders.jsonl
+
+  # Play a captured hour in a minute, at most 500 messages a second
+  narad produce orders --json --pace 60 --rate 500 < tape.jsonl`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Messages = args[0], args[1:]
@@ -110,6 +140,7 @@ resuming sends again.`,
 				}
 				opts.Partition = &partition
 			}
+			opts.rateSet, opts.paceSet = cmd.Flags().Changed("rate"), cmd.Flags().Changed("pace")
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -124,6 +155,9 @@ resuming sends again.`,
 	fl.BoolVar(&opts.JSON, "json", false, "one message per line, in the shape of sub -o json")
 	fl.IntVar(&opts.Count, "count", 1, "send each message this many times")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 1, "requests in flight at once (order is kept only with 1)")
+	fl.BoolVar(&opts.KeepPartition, "keep-partition", false, "with --json, send each line to its own partition (restore a topic)")
+	fl.Float64Var(&opts.Rate, "rate", 0, "at most this many messages a second, across all requests")
+	fl.Float64Var(&opts.Pace, "pace", 0, "with --json, send lines at their timestamps' spacing, this many times faster (1 real time)")
 	return cmd
 }
 
@@ -139,6 +173,16 @@ func (o *produceOptions) validate() error {
 		return usageErrorf("invalid --count %d (1 or more)", o.Count)
 	case o.Concurrency < 1 || o.Concurrency > produceMaxConcurrency:
 		return usageErrorf("invalid --concurrency %d (1 to %d)", o.Concurrency, produceMaxConcurrency)
+	case o.KeepPartition && !o.JSON:
+		return usageErrorf("--keep-partition needs --json (the partition comes from each line)")
+	case o.KeepPartition && o.Partition != nil:
+		return usageErrorf("--keep-partition and --partition cannot be used together (one pins every message, the other keeps each line's)")
+	case o.rateSet && !(o.Rate > 0 && !math.IsInf(o.Rate, 0)):
+		return usageErrorf("invalid --rate %v (messages a second, above 0)", o.Rate)
+	case o.paceSet && !o.JSON:
+		return usageErrorf("--pace needs --json (the spacing comes from each line's timestamp)")
+	case o.paceSet && !(o.Pace > 0 && !math.IsInf(o.Pace, 0)):
+		return usageErrorf("invalid --pace %v (how many times faster than real time, above 0: 1 is real time, 60 a minute a second)", o.Pace)
 	}
 	return nil
 }
@@ -158,10 +202,16 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		return err
 	}
 	defer c.CloseIdleConnections()
-	st := &produceState{f: f, where: where, start: f.Now()}
+	st := &produceState{f: f, where: where, start: f.Now(), keepPartition: opts.KeepPartition}
+	var pacer *producer.Pacer
+	if opts.Pace > 0 {
+		pacer = producer.Paced(src, opts.Pace, f.Signals.Soft)
+		src = pacer
+	}
 	p := producer.New(c, src, producer.Options{
 		Topic: opts.Topic, Key: opts.Key, Partition: opts.Partition,
 		Count: opts.Count, Concurrency: opts.Concurrency,
+		KeepPartition: opts.KeepPartition, Rate: opts.Rate,
 		// The first signal stops the reading and lets the requests out finish; the
 		// second (Hard) abandons them.
 		Stop:      f.Signals.Soft,
@@ -172,7 +222,11 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		st.progress = newProgressLine(f.IO.ErrOut)
 		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, func() string {
 			s := p.Stats()
-			return fmt.Sprintf("produced %s (%s)…", plural(s.Produced, "message"), formatBytes(s.Bytes))
+			line := fmt.Sprintf("produced %s (%s)…", plural(s.Produced, "message"), formatBytes(s.Bytes))
+			if pacer != nil {
+				line += tapePosition(pacer)
+			}
+			return line
 		})
 	}
 	if where == "stdin" && f.IO.IsStdinTTY() {
@@ -185,6 +239,14 @@ func produceRun(f *Factory, opts *produceOptions) error {
 
 	res := p.Run(f.Signals.Hard)
 	stopProgress()
+	if pacer != nil {
+		if b := pacer.FirstBehind(); b != nil {
+			// Said once at the end, not per line: a tape of several partitions one
+			// after another would otherwise say it for most of its lines.
+			st.printf("narad: %s is %s earlier than a line before it and went at once: --pace plays a tape in time order (replay writes one partition after another; sort it, e.g. jq -s -c 'sort_by(.timestamp)[]')\n",
+				st.position(b.Pos), b.By)
+		}
+	}
 	st.summary(&res)
 	switch {
 	case res.Fatal != nil:
@@ -223,7 +285,8 @@ func produceInput(f *Factory, opts *produceOptions) (src producer.Source, where 
 	case opts.Lines:
 		return producer.Lines(in), where, closeIn, nil
 	case opts.JSON:
-		return producer.JSONLines(in), where, closeIn, nil
+		fields := producer.JSONFields{Partition: opts.KeepPartition, Timestamp: opts.Pace > 0}
+		return producer.JSONLinesWith(in, fields), where, closeIn, nil
 	}
 	return producer.Whole(in), where, closeIn, nil
 }
@@ -249,6 +312,8 @@ type produceState struct {
 	start    time.Time
 	progress *progressLine
 	mu       sync.Mutex // keeps lines on stderr whole
+	// keepPartition: a failure names the line's partition, the likely cause.
+	keepPartition bool
 }
 
 // reportFailure prints one message that could not be produced, by where it was.
@@ -258,7 +323,11 @@ func (st *produceState) reportFailure(fl producer.Failure) {
 	if fl.Status == 0 {
 		what = fmt.Sprintf("%v (%d bytes)", fl.Err, rec.Size)
 	} else {
-		what = fmt.Sprintf("%s (%d bytes%s)", statusText(fl.Err), len(rec.Body), produceHint(fl.Status, len(rec.Body)))
+		hint := produceHint(fl.Status, len(rec.Body))
+		if st.keepPartition && rec.Partition != nil {
+			hint = fmt.Sprintf(", partition %d%s", *rec.Partition, hint)
+		}
+		what = fmt.Sprintf("%s (%d bytes%s)", statusText(fl.Err), len(rec.Body), hint)
 	}
 	st.printf("narad: %s: %s\n", st.position(rec.Pos), what)
 }
@@ -370,6 +439,15 @@ func resumeLine(res *producer.Result, where string) string {
 		s += " " + file
 	}
 	return s + again
+}
+
+// tapePosition is where a paced tape is, in its own time: " tape at 10:04:31 (+4m31s)".
+func tapePosition(p *producer.Pacer) string {
+	pos, first, ok := p.Position()
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" tape at %s (+%s)", pos.Format("2006-01-02 15:04:05"), pos.Sub(first))
 }
 
 func produceHint(status, size int) string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/narad/narad/internal/client"
 )
@@ -31,7 +32,11 @@ type Record struct {
 	Size int64
 	// Key is the record's own key (a --json line's); nil when it has none.
 	Key *string
-	Err error
+	// Partition and Timestamp are a --json line's own, read only when JSONFields asks
+	// for them; nil when not read or the line has none.
+	Partition *int
+	Timestamp *int64
+	Err       error
 }
 
 // Source yields the input's records in order; Next returns io.EOF after the last.
@@ -92,14 +97,26 @@ func Lines(r io.Reader) Source { return &lineSource{r: bufio.NewReaderSize(r, 64
 
 // JSONLines reads one message per line of r in the shape `narad sub -o json` prints:
 // the payload decoded back to the bytes that were produced, the key kept.
-func JSONLines(r io.Reader) Source {
-	return &lineSource{r: bufio.NewReaderSize(r, 64<<10), json: true}
+func JSONLines(r io.Reader) Source { return JSONLinesWith(r, JSONFields{}) }
+
+// JSONFields names the fields of a --json line read besides its payload and key.
+type JSONFields struct {
+	// Partition reads "partition" (restoring a topic partition for partition).
+	Partition bool
+	// Timestamp reads "timestamp" (playing a tape at its own pace).
+	Timestamp bool
+}
+
+// JSONLinesWith is JSONLines that also reads the fields f names into each Record.
+func JSONLinesWith(r io.Reader, f JSONFields) Source {
+	return &lineSource{r: bufio.NewReaderSize(r, 64<<10), json: true, fields: f}
 }
 
 type lineSource struct {
-	r    *bufio.Reader
-	json bool
-	line int
+	r      *bufio.Reader
+	json   bool
+	fields JSONFields
+	line   int
 }
 
 func (s *lineSource) Unit() string { return "line" }
@@ -121,6 +138,9 @@ func (s *lineSource) Next() (*Record, error) {
 				continue
 			}
 			rec.Body, rec.Key, rec.Err = ParseJSONLine(line)
+			if rec.Err == nil && (s.fields.Partition || s.fields.Timestamp) {
+				rec.Partition, rec.Timestamp, rec.Err = parsePlace(line, s.fields)
+			}
 			if rec.Err == nil {
 				rec.Size = int64(len(rec.Body))
 			} else {
@@ -208,6 +228,34 @@ func ParseJSONLine(line []byte) (body []byte, key *string, err error) {
 	}
 	// The decoded payload may share memory with the line, which the reader reuses.
 	return bytes.Clone(body), key, nil
+}
+
+// parsePlace reads a line's partition and timestamp, those f asks for. The line
+// already decoded as a message, so only the two fields' own values can be wrong.
+func parsePlace(line []byte, f JSONFields) (partition *int, timestamp *int64, err error) {
+	var v struct {
+		Partition *json.Number `json:"partition"`
+		Timestamp *json.Number `json:"timestamp"`
+	}
+	if err := json.Unmarshal(line, &v); err != nil {
+		return nil, nil, fmt.Errorf("not a JSON message line: %v", JSONErrorText(err))
+	}
+	if f.Partition && v.Partition != nil {
+		n, err := strconv.ParseInt(v.Partition.String(), 10, 32)
+		if err != nil || n < 0 {
+			return nil, nil, fmt.Errorf("partition %s is not a partition (want an integer, 0 or more)", v.Partition)
+		}
+		p := int(n)
+		partition = &p
+	}
+	if f.Timestamp && v.Timestamp != nil {
+		n, err := strconv.ParseInt(v.Timestamp.String(), 10, 64)
+		if err != nil || n < 0 {
+			return nil, nil, fmt.Errorf("timestamp %s is not a time (want unix seconds)", v.Timestamp)
+		}
+		timestamp = &n
+	}
+	return partition, timestamp, nil
 }
 
 // JSONErrorText is a decoding error with the byte it happened at, when known.

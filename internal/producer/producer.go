@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"golang.org/x/time/rate"
+
 	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 )
@@ -43,6 +45,12 @@ type Options struct {
 	Concurrency int
 	// Single sends one message per request, never a batch.
 	Single bool
+	// KeepPartition pins each record to its own Partition (a --json line's), unless
+	// Partition pins them all. A record without one goes where its key sends it.
+	KeepPartition bool
+	// Rate, when above 0, bounds the messages sent a second across all requests
+	// (copies and messages sent again after a refusal included).
+	Rate float64
 	// Stop is the soft stop: read nothing more, finish what was read.
 	Stop <-chan struct{}
 	// OnFailure is told of each record that could not be produced (bad input, or the
@@ -144,15 +152,35 @@ type Producer struct {
 	reportMu                  sync.Mutex // keeps OnFailure calls apart
 
 	single atomic.Bool // send one message per request from now on
+
+	// slots holds a token per request in flight: -j bounds requests, not workers, so
+	// the messages of a batch that falls back to single produces still go -j at once.
+	slots chan struct{}
+	// limiter spends a token per message sent (nil: no --rate).
+	limiter *rate.Limiter
+	// waitCtx ends the waits for a slot or tokens at a fatal error as well as with
+	// Run's context, so nothing sits out a slow rate once the run is over.
+	waitCtx    context.Context
+	cancelWait context.CancelFunc
 }
 
 // New prepares a run of src to c.
 func New(c Client, src Source, opts Options) *Producer {
 	opts.Count = max(opts.Count, 1)
 	opts.Concurrency = max(opts.Concurrency, 1)
-	p := &Producer{c: c, src: src, opts: opts, fatal: make(chan struct{})}
+	p := &Producer{c: c, src: src, opts: opts, fatal: make(chan struct{}), slots: make(chan struct{}, opts.Concurrency)}
 	p.single.Store(opts.Single)
+	if opts.Rate > 0 {
+		p.limiter = rate.NewLimiter(rate.Limit(opts.Rate), RateBurst(opts.Rate))
+	}
 	return p
+}
+
+// RateBurst is the most messages one request carries under rate: a second's worth, so
+// a slow rate sends a batch a second rather than a message at a time, and a fast one
+// full batches.
+func RateBurst(r float64) int {
+	return int(max(1, min(r, client.MaxProduceBatch)))
 }
 
 // Stats is a snapshot of the counters.
@@ -192,6 +220,8 @@ func (p *Producer) Run(ctx context.Context) Result {
 		}
 	}()
 
+	p.waitCtx, p.cancelWait = context.WithCancel(ctx)
+	defer p.cancelWait()
 	jobs := make(chan []*item)
 	var wg sync.WaitGroup
 	for range p.opts.Concurrency {
@@ -253,6 +283,9 @@ func (p *Producer) batch(ctx context.Context, recs <-chan *Record, jobs chan<- [
 			return true // alone, even a message too large for any batch goes (on its own)
 		}
 		limit := client.MaxProduceBatch
+		if p.limiter != nil {
+			limit = p.limiter.Burst()
+		}
 		if p.single.Load() {
 			limit = 1
 		}
@@ -322,6 +355,9 @@ func (p *Producer) newItem(rec *Record) *item {
 		it.want = 1 // bad input is reported once, not per copy
 	} else {
 		it.msg = client.ProduceMessage{Payload: rec.Body, Key: rec.Key, Partition: p.opts.Partition}
+		if p.opts.KeepPartition && p.opts.Partition == nil {
+			it.msg.Partition = rec.Partition
+		}
 		if p.opts.Key != nil {
 			it.msg.Key = p.opts.Key
 		}
@@ -342,13 +378,15 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 		p.finish(items, unsent, 0, nil)
 		return
 	}
-	if p.single.Load() || (len(items) == 1 && items[0].bound+client.ProduceBatchFraming > client.MaxProduceBatchBody) {
+	// A lone message goes by single produce on every node: one request, where a batch
+	// would cost an older node two (its router's 404, then the single produce).
+	if p.single.Load() || len(items) == 1 {
 		p.sendEach(ctx, items)
 		return
 	}
 	msgs := make([]client.ProduceMessage, 0, len(items))
 	for len(items) > 0 {
-		if ctx.Err() != nil {
+		if !p.take(len(items)) {
 			p.finish(items, unsent, 0, nil)
 			return
 		}
@@ -357,6 +395,7 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 			msgs = append(msgs, it.msg)
 		}
 		err := p.c.ProduceBatch(ctx, p.opts.Topic, msgs)
+		p.give()
 		var refusal *client.BatchRefusal
 		switch {
 		case err == nil:
@@ -396,27 +435,67 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 	}
 }
 
-// sendEach sends items one request each, in order.
+// sendEach sends items one request each, as many at once as there are free slots,
+// in order when there is one (-j 1).
 func (p *Producer) sendEach(ctx context.Context, items []*item) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for i, it := range items {
-		if p.stopped() || ctx.Err() != nil {
+		if p.stopped() || !p.take(1) {
 			p.finish(items[i:], unsent, 0, nil)
 			return
 		}
-		err := p.c.Produce(ctx, p.opts.Topic, it.msg.Payload, client.ProduceOptions{Key: it.msg.Key, Partition: it.msg.Partition})
-		switch status := client.StatusOf(err); {
-		case err == nil:
-			p.finish(items[i:i+1], produced, 0, nil)
-		case ctx.Err() != nil:
-			p.finish(items[i:i+1], unknown, 0, nil)
-		case perMessage(status):
-			p.finish(items[i:i+1], failed, status, err)
-		default:
-			p.finish(items[i:i+1], ambiguity(err), 0, nil)
-			p.setFatal(err)
-		}
+		wg.Go(func() {
+			defer p.give()
+			p.sendOne(ctx, it)
+		})
 	}
 }
+
+// sendOne sends one copy of it by single produce.
+func (p *Producer) sendOne(ctx context.Context, it *item) {
+	one := []*item{it}
+	if p.stopped() {
+		p.finish(one, unsent, 0, nil)
+		return
+	}
+	err := p.c.Produce(ctx, p.opts.Topic, it.msg.Payload, client.ProduceOptions{Key: it.msg.Key, Partition: it.msg.Partition})
+	switch status := client.StatusOf(err); {
+	case err == nil:
+		p.finish(one, produced, 0, nil)
+	case ctx.Err() != nil:
+		p.finish(one, unknown, 0, nil)
+	case perMessage(status):
+		p.finish(one, failed, status, err)
+	default:
+		p.finish(one, ambiguity(err), 0, nil)
+		p.setFatal(err)
+	}
+}
+
+// take waits for a request slot and then for n messages' worth of rate; false when
+// the run ended first (nothing is sent then).
+func (p *Producer) take(n int) bool {
+	select {
+	case p.slots <- struct{}{}:
+	case <-p.waitCtx.Done():
+		return false
+	}
+	if p.limiter != nil {
+		if err := p.limiter.WaitN(p.waitCtx, n); err != nil {
+			p.give()
+			return false
+		}
+	}
+	if p.waitCtx.Err() != nil {
+		p.give()
+		return false
+	}
+	return true
+}
+
+// give hands a request slot back.
+func (p *Producer) give() { <-p.slots }
 
 // perMessage is a refusal of the message itself: nothing stored, the others may go.
 func perMessage(status int) bool {
@@ -441,6 +520,7 @@ func (p *Producer) setFatal(err error) {
 	p.fatalOnce.Do(func() {
 		p.fatalErr = err
 		close(p.fatal)
+		p.cancelWait()
 	})
 }
 
