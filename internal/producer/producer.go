@@ -436,20 +436,33 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 }
 
 // sendEach sends items one request each, as many at once as there are free slots,
-// in order when there is one (-j 1).
+// in order when there is one (-j 1). Up to -j senders take the items in turn, each
+// waiting for a slot before its request, so that a slot given back is taken by a
+// sender already running.
 func (p *Producer) sendEach(ctx context.Context, items []*item) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for i, it := range items {
-		if p.stopped() || !p.take(1) {
-			p.finish(items[i:], unsent, 0, nil)
-			return
-		}
-		wg.Go(func() {
-			defer p.give()
+	var next atomic.Int64
+	sender := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(items) {
+				return
+			}
+			it := items[i]
+			if p.stopped() || !p.take(1) {
+				p.finish([]*item{it}, unsent, 0, nil)
+				continue
+			}
 			p.sendOne(ctx, it)
-		})
+			p.give()
+		}
 	}
+	n := min(len(items), p.opts.Concurrency)
+	var wg sync.WaitGroup
+	for range n - 1 {
+		wg.Go(sender)
+	}
+	sender()
+	wg.Wait()
 }
 
 // sendOne sends one copy of it by single produce.
