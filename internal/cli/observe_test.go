@@ -130,14 +130,14 @@ func TestVerboseLines(t *testing.T) {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(202) }))
 	defer s.Close()
 	r := runTuned(t, nil, nil, "-v", "produce", "orders", "x", "-s", s.URL, "-u", "app", "-p", "s3cret")
-	if r.code != 0 || !regexp.MustCompile(`(?m)^POST `+regexp.QuoteMeta(s.URL)+`/v1/topics/orders/produce/batch 202 Accepted \(\d`).MatchString(r.stderr) {
+	if r.code != 0 || !regexp.MustCompile(`(?m)^POST `+regexp.QuoteMeta(s.URL)+`/v1/topics/orders/produce 202 Accepted \(\d`).MatchString(r.stderr) {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	if strings.Contains(r.stderr, "s3cret") {
 		t.Errorf("-v shows the password:\n%s", r.stderr)
 	}
 	r = runTuned(t, nil, nil, "-v", "produce", "orders", "x", "-s", "http://127.0.0.1:1")
-	if !regexp.MustCompile(`(?m)^POST http://127\.0\.0\.1:1/v1/topics/orders/produce/batch error: dial tcp 127\.0\.0\.1:1: connect: connection refused \(`).MatchString(r.stderr) {
+	if !regexp.MustCompile(`(?m)^POST http://127\.0\.0\.1:1/v1/topics/orders/produce error: dial tcp 127\.0\.0\.1:1: connect: connection refused \(`).MatchString(r.stderr) {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }
