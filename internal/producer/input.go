@@ -36,7 +36,10 @@ type Record struct {
 	// for them; nil when not read or the line has none.
 	Partition *int
 	Timestamp *int64
-	Err       error
+	// Last is known to be the input's last record (the last MESSAGE argument, a whole
+	// input); a line is never known to be, as that would mean waiting for the next.
+	Last bool
+	Err  error
 }
 
 // Source yields the input's records in order; Next returns io.EOF after the last.
@@ -62,7 +65,7 @@ func (s *argSource) Next() (*Record, error) {
 	}
 	m := s.msgs[s.i]
 	s.i++
-	return &Record{Pos: s.i, Body: []byte(m), Size: int64(len(m))}, nil
+	return &Record{Pos: s.i, Body: []byte(m), Size: int64(len(m)), Last: s.i == len(s.msgs)}, nil
 }
 
 // Whole reads all of r as one message, byte for byte.
@@ -84,7 +87,7 @@ func (s *wholeSource) Next() (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Body: body, Size: int64(len(body))}
+	rec := &Record{Body: body, Size: int64(len(body)), Last: true}
 	if rec.Size > MaxInput {
 		rec.Body, rec.Err = nil, ErrTooLargeToRead
 	}

@@ -176,7 +176,7 @@ func TestPaceStop(t *testing.T) {
 
 // A lone message goes by single produce: one request on every node.
 func TestLoneMessageSingle(t *testing.T) {
-	for _, src := range []Source{Args([]string{"one"}), Whole(strings.NewReader("one")), Lines(strings.NewReader("one\n"))} {
+	for _, src := range []Source{Args([]string{"one"}), Whole(strings.NewReader("one"))} {
 		fc := &fakeClient{}
 		res := Run(context.Background(), fc, src, Options{Topic: "t"})
 		batches, singles, _ := fc.snapshot()

@@ -378,9 +378,12 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 		p.finish(items, unsent, 0, nil)
 		return
 	}
-	// A lone message goes by single produce on every node: one request, where a batch
-	// would cost an older node two (its router's 404, then the single produce).
-	if p.single.Load() || len(items) == 1 {
+	// A lone message (the input's last record, alone in its batch: the one MESSAGE
+	// argument, a whole file) goes by single produce on every node: one request, where
+	// a batch would cost an older node two (its router's 404, then the single produce).
+	// A record of a stream that happens to be alone still goes as a batch: on an older
+	// node the first one finds out, once, what every later one needs to know.
+	if p.single.Load() || (len(items) == 1 && (items[0].rec.Last || items[0].bound+client.ProduceBatchFraming > client.MaxProduceBatchBody)) {
 		p.sendEach(ctx, items)
 		return
 	}

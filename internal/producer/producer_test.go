@@ -110,9 +110,8 @@ func TestBatchesInOrder(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	want := strings.Fields(numbered(250))
-	// A batch of one goes by single produce: the same one request.
-	if !slices.Equal(stored, want) {
-		t.Errorf("stored out of order (%d singles): %v", len(singles), stored)
+	if !slices.Equal(stored, want) || len(singles) != 0 {
+		t.Errorf("stored out of order or singly (%d singles): %v", len(singles), stored)
 	}
 	for _, b := range batches {
 		if len(b) > client.MaxProduceBatch {
