@@ -51,6 +51,7 @@ var goals = []goal{
 	{"exec", (*bench).exec},
 	{"startup", (*bench).startup},
 	{"memory", (*bench).memory},
+	{"find", (*bench).find},
 }
 
 func main() {
@@ -68,6 +69,7 @@ func main() {
 	flag.IntVar(&b.drainN, "drain-n", 20000, "messages for the drain goal")
 	flag.IntVar(&b.legacyN, "legacy-n", 5000, "messages for the older-node goal")
 	flag.IntVar(&b.memN, "mem-n", 100000, "messages for the memory goal's large drain (the small one is 1% of it)")
+	flag.IntVar(&b.findN, "find-n", 100000, "JSON messages for the find goal (replay --jq and --filter)")
 	flag.BoolVar(&b.verbose, "v", false, "print every sample on stderr")
 	flag.StringVar(&b.prebuilt, "narad", "", "measure this narad binary instead of building ./cmd/narad (to compare a commit with another)")
 	flag.Parse()
@@ -106,6 +108,7 @@ type bench struct {
 
 	runs, starts                                     int
 	execN, produceN, produceJ, drainN, legacyN, memN int
+	findN                                            int
 	verbose                                          bool
 }
 

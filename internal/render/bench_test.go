@@ -65,3 +65,25 @@ func BenchmarkAppendJSONUnicodeText(b *testing.B) {
 	text := `"` + strings.Repeat("日本語のテキスト、ελληνικά, кириллица. ", 60) + `"`
 	benchAppend(b, Options{Format: JSON}, with(func(m *client.Message) { m.Payload = json.RawMessage(text) }))
 }
+
+// --jq's per-message path against -o json's (BenchmarkAppendJSON): the message's
+// value built, its payload decoded once, the expression run, the result written.
+func BenchmarkAppendJQField(b *testing.B) {
+	q, err := CompileJQ(".payload.order_id")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchAppend(b, Options{Format: JSON, JQ: q}, seedMsg())
+}
+
+func BenchmarkAppendJQIdentity(b *testing.B) {
+	q, err := CompileJQ(".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchAppend(b, Options{Format: JSON, JQ: q}, seedMsg())
+}
+
+func BenchmarkAppendTemplateField(b *testing.B) {
+	benchAppend(b, Options{Format: Template, Template: "{{.Payload.order_id}}\n", Location: seedZone}, seedMsg())
+}

@@ -3,10 +3,8 @@ package render
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
@@ -108,16 +106,7 @@ func (q *JQ) Truthy(v any) (bool, error) {
 // DocumentValue is the JSON document b as a jq value; numbers keep their digits
 // (json.Number), so an id too long for a float64 is not rounded.
 func DocumentValue(b []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("more than one JSON value")
-	}
-	return v, nil
+	return decodeJSONValue(b)
 }
 
 // MessageValue is m as a jq value, in the shape -o json writes it: topic, partition,
@@ -167,32 +156,6 @@ func MessageValue(m *client.Message) (map[string]any, error) {
 		v["receipt_handle"] = m.ReceiptHandle
 	}
 	return v, nil
-}
-
-// decodeJSONValue decodes one JSON value, numbers as json.Number. A plain string (no
-// escapes), the usual text payload, skips the decoder.
-func decodeJSONValue(raw []byte) (any, error) {
-	if s, ok := plainString(raw); ok {
-		return s, nil
-	}
-	return DocumentValue(raw)
-}
-
-// plainString is the JSON string q's text when it holds no escapes and is valid UTF-8.
-func plainString(q []byte) (string, bool) {
-	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-		return "", false
-	}
-	s := q[1 : len(q)-1]
-	if bytes.IndexByte(s, '\\') >= 0 || bytes.IndexByte(s, '"') >= 0 || !utf8.Valid(s) {
-		return "", false
-	}
-	for _, c := range s {
-		if c < 0x20 {
-			return "", false // not valid JSON: let the decoder say so
-		}
-	}
-	return string(s), true
 }
 
 // appendJQ appends what the expression makes of m.
