@@ -85,6 +85,10 @@ type Phase struct {
 	// phase fell back to one message (or handle) per request.
 	Batch   bool    `json:"batch"`
 	Latency Latency `json:"latency_ms"`
+	// Histogram is the latencies' distribution (Histogram.Distribution's buckets).
+	Histogram []Bucket `json:"latency_histogram"`
+	// Marks are the buckets of p50, p95 and p99 in Histogram, for drawing it.
+	Marks [3]int `json:"-"`
 }
 
 // ProduceReport is the produce phase.
@@ -286,6 +290,11 @@ func phase(msgs, bytes int64, took time.Duration, h *Histogram) Phase {
 			P99: millis(h.Percentile(99)),
 			Max: millis(h.Max()),
 		},
+	}
+	d := h.Distribution()
+	p.Histogram, p.Marks = d.Buckets, [3]int{d.P50, d.P95, d.P99}
+	if p.Histogram == nil {
+		p.Histogram = []Bucket{}
 	}
 	if s := took.Seconds(); s > 0 {
 		p.MsgsPerSec = round(float64(msgs)/s, 1)

@@ -141,3 +141,76 @@ func TestHistogramConcurrent(t *testing.T) {
 		t.Errorf("count %d, want 8000", h.Count())
 	}
 }
+
+func TestDistributionBuckets(t *testing.T) {
+	if d := (&Histogram{}).Distribution(); d.Buckets != nil || d.P50 != -1 || d.P99 != -1 {
+		t.Errorf("empty: %+v", d)
+	}
+	// 60 requests at 1.5ms, 30 at 3ms, 9 at 7ms, 1 at 120ms: buckets 1–2, 2–5, 5–10,
+	// the empty ones up to 100–200ms kept.
+	var ds []time.Duration
+	for range 60 {
+		ds = append(ds, 1500*us)
+	}
+	for range 30 {
+		ds = append(ds, 3*time.Millisecond)
+	}
+	for range 9 {
+		ds = append(ds, 7*time.Millisecond)
+	}
+	ds = append(ds, 120*time.Millisecond)
+	d := histogramOf(ds...).Distribution()
+	want := []Bucket{
+		{1, 2, 60}, {2, 5, 30}, {5, 10, 9}, {10, 20, 0}, {20, 50, 0}, {50, 100, 0}, {100, 200, 1},
+	}
+	if !slices.Equal(d.Buckets, want) {
+		t.Errorf("buckets\n%v, want\n%v", d.Buckets, want)
+	}
+	// p50 is the 50th value (1.5ms), p95 the 95th (7ms), p99 the 99th (7ms).
+	if d.P50 != 0 || d.P95 != 2 || d.P99 != 2 {
+		t.Errorf("marks p50 %d p95 %d p99 %d, want 0 2 2", d.P50, d.P95, d.P99)
+	}
+	// One more slow request moves p99 to the last bucket.
+	ds = append(ds, 150*time.Millisecond)
+	if d := histogramOf(ds...).Distribution(); d.P99 != 6 || d.Buckets[6].Count != 2 {
+		t.Errorf("p99 %d, last bucket %v", d.P99, d.Buckets[6])
+	}
+}
+
+// Every value is counted once, in the bucket that holds it, over the whole range of
+// the fine histogram (sub-microsecond to seconds).
+func TestDistributionCountsEveryValue(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	h := &Histogram{}
+	var vals []time.Duration
+	for range 5000 {
+		d := time.Duration(math.Exp(r.Float64()*math.Log(float64(5*time.Second)))) * time.Nanosecond
+		vals = append(vals, d)
+		h.Record(d)
+	}
+	d := h.Distribution()
+	var total int64
+	for i, b := range d.Buckets {
+		total += b.Count
+		if i > 0 && b.FromMs != d.Buckets[i-1].ToMs {
+			t.Errorf("bucket %d starts at %v, the one before ends at %v", i, b.FromMs, d.Buckets[i-1].ToMs)
+		}
+	}
+	if total != 5000 {
+		t.Errorf("%d counted, want 5000", total)
+	}
+	// Counts agree with the values (to the microsecond the histogram keeps) within
+	// the fine buckets' width (1/128).
+	for _, b := range d.Buckets {
+		var n int64
+		lo, hi := time.Duration(b.FromMs*1e6*(1-1.0/128)), time.Duration(b.ToMs*1e6*(1+1.0/128))
+		for _, v := range vals {
+			if v := v.Round(us); v >= lo && v < hi {
+				n++
+			}
+		}
+		if b.Count > n {
+			t.Errorf("bucket %v–%vms counts %d, only %d values are near it", b.FromMs, b.ToMs, b.Count, n)
+		}
+	}
+}

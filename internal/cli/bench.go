@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/narad/narad/internal/bench"
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/producer"
 	"github.com/narad/narad/internal/render"
 )
@@ -62,7 +64,9 @@ afterwards).
 
 Latency is per request (a batch of 100 messages is one request), as the client
 observes each answer: produce requests in the produce phase, consume and ack
-requests in the consume phase. The consume phase's time runs to its last ack,
+requests in the consume phase. On a terminal each phase's latencies are also
+drawn as a histogram (buckets of 1, 2 and 5 times a power of ten, p50, p95 and
+p99 marked); latency_histogram in -o json holds the same buckets. The consume phase's time runs to its last ack,
 without the empty answers that tell it nothing is left.
 
 Ctrl-C stops: requests out are finished, messages held are given back, and what
@@ -73,10 +77,10 @@ its phase ran: not after a stop, a failure, or if nothing was produced):
   {"topic","count","size","payload","keys","concurrency",
    "produce":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec",
      "requests","batch","latency_ms":{"p50","p95","p99","max"},
-     "failed","unknown"},
+     "latency_histogram":[{"from_ms","to_ms","count"}],"failed","unknown"},
    "consume":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec",
      "requests","batch","latency_ms":{"p50","p95","p99","max"},
-     "acked","left"},
+     "latency_histogram":[{"from_ms","to_ms","count"}],"acked","left"},
    "interrupted"}
 mb_per_sec is payload megabytes (10^6 bytes) a second; failed is messages the
 node refused, unknown messages whose request got no clear answer; left is
@@ -288,6 +292,10 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 			headers = append(headers, "CONSUME")
 		}
 		err = printTable(f, headers, benchRows(phases))
+		if err == nil && f.IO.IsStdoutTTY() {
+			// A terminal reads a distribution faster as a picture; scripts keep the table.
+			err = printBenchHistograms(f, headers[1:], phases)
+		}
 	}
 	for _, fb := range rec.Fallbacks() {
 		fmt.Fprintf(f.IO.ErrOut, "narad: note: %s\n", fb)
@@ -311,6 +319,65 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 			left, r.Produce.Messages)
 	}
 	return err
+}
+
+// printBenchHistograms draws each phase's latency distribution under the table.
+func printBenchHistograms(f *Factory, names []string, phases []*bench.Phase) error {
+	s := render.NewStyles(f.IO.Out, f.IO.ColorEnabled())
+	for i, p := range phases {
+		if len(p.Histogram) == 0 {
+			continue
+		}
+		title := fmt.Sprintf("%s latency, %s", strings.ToLower(names[i]), plural(p.Requests, "request"))
+		_, err := io.WriteString(f.IO.Out, "\n")
+		if err == nil {
+			err = render.Histogram(f.IO.Out, s, title, histogramBars(p))
+		}
+		if err != nil {
+			if consumer.IsClosedOutput(err) {
+				return nil
+			}
+			return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+		}
+	}
+	return nil
+}
+
+// histogramBars are a phase's buckets as bars, labelled 1–2ms, 500µs–1ms, with the
+// percentiles marked where they fall.
+func histogramBars(p *bench.Phase) []render.HistogramBar {
+	bars := make([]render.HistogramBar, len(p.Histogram))
+	for i, b := range p.Histogram {
+		bars[i] = render.HistogramBar{Label: bucketLabel(b.FromMs, b.ToMs), Count: b.Count}
+	}
+	for j, name := range []string{"p50", "p95", "p99"} {
+		if k := p.Marks[j]; k >= 0 && k < len(bars) {
+			bars[k].Marks = append(bars[k].Marks, name)
+		}
+	}
+	return bars
+}
+
+// bucketLabel is "1–2ms", "500µs–1ms", "0–1µs": each bound in its own unit, the unit
+// said once when both share it.
+func bucketLabel(fromMs, toMs float64) string {
+	from, fu := durationUnit(fromMs)
+	to, tu := durationUnit(toMs)
+	if fu == tu || fromMs == 0 {
+		return from + "–" + to + tu
+	}
+	return from + fu + "–" + to + tu
+}
+
+// durationUnit splits a duration in milliseconds into a number and its unit.
+func durationUnit(ms float64) (string, string) {
+	switch {
+	case ms >= 1000:
+		return strconv.FormatFloat(ms/1000, 'f', -1, 64), "s"
+	case ms >= 1:
+		return strconv.FormatFloat(ms, 'f', -1, 64), "ms"
+	}
+	return strconv.FormatFloat(ms*1000, 'f', -1, 64), "µs"
 }
 
 // benchRows are the table's rows: one per measure, one column per phase.

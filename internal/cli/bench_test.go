@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/narad/narad/internal/bench"
 	"github.com/narad/narad/internal/devbroker"
@@ -97,13 +98,38 @@ type benchPhaseJSON struct {
 		P99 *float64 `json:"p99"`
 		Max *float64 `json:"max"`
 	} `json:"latency_ms"`
+	Histogram *[]struct {
+		FromMs *float64 `json:"from_ms"`
+		ToMs   *float64 `json:"to_ms"`
+		Count  *int64   `json:"count"`
+	} `json:"latency_histogram"`
+}
+
+// histogramOK reports whether the phase's histogram has every field, buckets that
+// follow each other, and counts that add up to its requests.
+func (p *benchPhaseJSON) histogramOK() bool {
+	if p.Histogram == nil || len(*p.Histogram) == 0 {
+		return false
+	}
+	var n int64
+	for i, b := range *p.Histogram {
+		if b.FromMs == nil || b.ToMs == nil || b.Count == nil || *b.ToMs <= *b.FromMs {
+			return false
+		}
+		if i > 0 && *b.FromMs != *(*p.Histogram)[i-1].ToMs {
+			return false
+		}
+		n += *b.Count
+	}
+	return n == *p.Requests
 }
 
 // complete reports whether every documented field of a phase was there.
 func (p *benchPhaseJSON) complete() bool {
 	l := p.Latency
 	return p.Messages != nil && p.Bytes != nil && p.Seconds != nil && p.MsgsPerSec != nil && p.MBPerSec != nil &&
-		p.Requests != nil && p.Batch != nil && l != nil && l.P50 != nil && l.P95 != nil && l.P99 != nil && l.Max != nil
+		p.Requests != nil && p.Batch != nil && l != nil && l.P50 != nil && l.P95 != nil && l.P99 != nil && l.Max != nil &&
+		p.histogramOK()
 }
 
 func decodeBenchJSON(t *testing.T, out string) benchJSON {
@@ -230,5 +256,58 @@ func TestBenchInterruptedDuringConsume(t *testing.T) {
 	}
 	if !bytes.Contains(errOut.Bytes(), []byte("narad: interrupted: the figures are what was measured until then; bench's messages still in t: ")) {
 		t.Errorf("stderr %q: want the interruption said", errOut)
+	}
+}
+
+// On a terminal each phase's latencies are drawn as a histogram under the table, in
+// 80 columns, with p50, p95 and p99 marked; through a pipe only the table comes.
+func TestBenchHistogramOnATerminal(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	t.Setenv("NO_COLOR", "1")
+	res := runCLI(t, nil, true, "bench", "t", "--count", "300", "--consume", "--color", "never", "-s", b.URL())
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	lines := strings.Split(res.stdout, "\n")
+	titles, marks := 0, map[string]int{}
+	for _, l := range lines {
+		if w := utf8.RuneCountInString(l); w > 80 {
+			t.Errorf("a line of %d columns: %q", w, l)
+		}
+		if strings.HasPrefix(l, "produce latency, ") || strings.HasPrefix(l, "consume latency, ") {
+			titles++
+		}
+		if strings.Contains(l, "│") && strings.Contains(l, "█") || strings.Contains(l, "▏") {
+			for _, m := range []string{"p50", "p95", "p99"} {
+				if strings.Contains(l, "  "+m) || strings.Contains(l, " "+m+" ") || strings.HasSuffix(l, " "+m) {
+					marks[m]++
+				}
+			}
+		}
+	}
+	if titles != 2 || marks["p50"] != 2 || marks["p95"] != 2 || marks["p99"] != 2 {
+		t.Errorf("%d histograms, marks %v: want two, each with p50, p95 and p99 once\n%s", titles, marks, res.stdout)
+	}
+	res = runCLI(t, nil, false, "bench", "t", "--count", "10", "-s", b.URL())
+	if strings.Contains(res.stdout, "latency, ") || strings.Contains(res.stdout, "█") {
+		t.Errorf("a histogram through a pipe:\n%s", res.stdout)
+	}
+}
+
+func TestBucketLabel(t *testing.T) {
+	for _, c := range []struct {
+		from, to float64
+		want     string
+	}{
+		{0, 0.001, "0–1µs"}, {0.2, 0.5, "200–500µs"}, {0.5, 1, "500µs–1ms"}, {1, 2, "1–2ms"},
+		{500, 1000, "500ms–1s"}, {1000, 2000, "1–2s"},
+	} {
+		if got := bucketLabel(c.from, c.to); got != c.want {
+			t.Errorf("bucketLabel(%v, %v) = %q, want %q", c.from, c.to, got, c.want)
+		}
 	}
 }

@@ -42,6 +42,9 @@ type Styles struct {
 	JSONKey, JSONString, JSONNumber, JSONLiteral lipgloss.Style
 	Bar, Warn, Failure                           lipgloss.Style
 
+	// bench's latency histograms: the bars, and the p50/p95/p99 marks beside them.
+	HistBar, HistMark lipgloss.Style
+
 	// r builds the styles that only this file needs (table cells).
 	r *lipgloss.Renderer
 }
@@ -74,6 +77,8 @@ func NewStyles(w io.Writer, color bool) Styles {
 		Bar:         r.NewStyle().Reverse(true),
 		Warn:        r.NewStyle().Foreground(lipgloss.Color("3")).Bold(true), // yellow
 		Failure:     r.NewStyle().Foreground(lipgloss.Color("1")).Bold(true), // red
+		HistBar:     r.NewStyle().Foreground(lipgloss.Color("6")),            // cyan
+		HistMark:    r.NewStyle().Foreground(lipgloss.Color("3")).Bold(true), // yellow
 		r:           r,
 	}
 }
