@@ -77,10 +77,12 @@ its phase ran: not after a stop, a failure, or if nothing was produced):
   {"topic","count","size","payload","keys","concurrency",
    "produce":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec",
      "requests","batch","latency_ms":{"p50","p95","p99","max"},
-     "latency_histogram":[{"from_ms","to_ms","count"}],"failed","unknown"},
+     "latency_histogram":[{"from_ms","to_ms","count"}],
+     "failed","unknown"},
    "consume":{"messages","bytes","seconds","msgs_per_sec","mb_per_sec",
      "requests","batch","latency_ms":{"p50","p95","p99","max"},
-     "latency_histogram":[{"from_ms","to_ms","count"}],"acked","left"},
+     "latency_histogram":[{"from_ms","to_ms","count"}],
+     "acked","left"},
    "interrupted"}
 mb_per_sec is payload megabytes (10^6 bytes) a second; failed is messages the
 node refused, unknown messages whose request got no clear answer; left is
