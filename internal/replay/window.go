@@ -77,6 +77,9 @@ func (w *window) read(ctx context.Context, src Source, topic string, p int, off 
 // keep says whether m, just read from p, is in range and so emitted; a message past
 // until ends p unless p's order was seen broken.
 func (w *window) keep(p int, m *client.Message) bool {
+	if !w.hasSince && !w.hasUntil {
+		return true // a read by position: nothing to track
+	}
 	if last, ok := w.lastTS[p]; ok && m.Timestamp < last {
 		w.broken[p] = true
 	}
