@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
 const repoRoot = "../.."
@@ -79,4 +81,40 @@ func TestDocLinksResolveInTheRepo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// What the README shows the tour's `sub --stats` print on stderr is what the tour's
+// test compares stderr with, byte for byte: the README cannot drift from the output.
+func TestReadmeShowsTheTestedStatsTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cmd = "$ narad sub orders --count 3 --stats "
+	_, after, ok := strings.Cut(string(readme), "\n"+cmd)
+	if !ok {
+		t.Fatalf("README.md shows no %q", cmd)
+	}
+	var shown strings.Builder
+	for _, l := range strings.Split(after, "\n")[1:] {
+		if strings.HasPrefix(l, "$ ") || strings.HasPrefix(l, "```") {
+			break
+		}
+		if !strings.HasPrefix(l, "[p") { // the messages on stdout; the rest is stderr
+			shown.WriteString(l + "\n")
+		}
+	}
+	ar, err := txtar.ParseFile(filepath.Join("testdata", "script", "readme_tour.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ar.Files {
+		if f.Name == "stats.txt" {
+			if shown.String() != string(f.Data) {
+				t.Errorf("README.md shows on stderr:\n%s\nthe tour's test checks:\n%s", shown.String(), f.Data)
+			}
+			return
+		}
+	}
+	t.Fatal("readme_tour.txtar has no stats.txt")
 }
