@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -92,6 +93,7 @@ func transportHint(base string, err error) string {
 		noAnswer *client.NoAnswerError
 		urlErr   *url.Error
 		netErr   net.Error
+		pathErr  *fs.PathError
 	)
 	switch {
 	case errors.As(err, &execErr):
@@ -106,6 +108,10 @@ func transportHint(base string, err error) string {
 		return fmt.Sprintf("the node at %s accepted the connection but closed it without an answer", base)
 	case errors.Is(err, context.DeadlineExceeded):
 		return "waiting for " + base
+	case errors.As(err, &pathErr):
+		// A file's error (stdout on a full disk: its errno passes for a net.Error):
+		// the node has nothing to do with it.
+		return ""
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
 		if base == config.DefaultServer && errors.Is(err, syscall.ECONNREFUSED) {
 			// Most likely a first run with no broker yet: say how to get one.

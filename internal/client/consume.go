@@ -182,8 +182,13 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request, stop <-chan st
 		d := c.retry.backoff(n)
 		spent += d
 		c.onRetry(retryEvent(r, resp, err), d, spent, maxAttempts)
-		if err := c.sleepUnless(ctx, stop, d); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.op, err)
+		if serr := c.sleepUnless(ctx, stop, d); serr != nil {
+			if err != nil && !c.reached.Load() {
+				// Cut (by --timeout, a stop) while retrying a node never reached: that
+				// it cannot be reached is what to say, not that time ran out.
+				return nil, unreachableError{err}
+			}
+			return nil, fmt.Errorf("%s: %w", r.op, serr)
 		}
 	}
 }

@@ -3,12 +3,15 @@ package client
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
+	"net"
 	"io"
 	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -152,6 +155,46 @@ func TestHostileAnswersCostAtMostTwiceTheCap(t *testing.T) {
 					c.inFlight, groupDigits(int64(limit)))
 			}
 			t.Logf("allocated %s bytes; errors %v", groupDigits(int64(got)), errs[0])
+		})
+	}
+}
+
+// refusedURL is a loopback address nothing listens on.
+func refusedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + ln.Addr().String()
+	ln.Close()
+	return u
+}
+
+// A node never reached is what an error says when a deadline (--timeout) or a stop
+// ends the retries, not that time ran out: the address is wrong or the node down.
+func TestNeverReachedIsTheErrorWhenTheDeadlineEndsTheRetries(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		call func(c *Client, ctx context.Context) error
+	}{
+		{"consume", func(c *Client, ctx context.Context) error {
+			_, err := c.Consume(ctx, "t", ConsumeOptions{Max: 10})
+			return err
+		}},
+		{"topic", func(c *Client, ctx context.Context) error { _, err := c.Topic(ctx, "t"); return err }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cl, sl := newClient(t, refusedURL(t))
+			sl.onCall = func(int) { cancel() } // the deadline passes during the first backoff
+			err := c.call(cl, ctx)
+			if errors.Is(err, context.Canceled) || !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("error %v; want the refused connection", err)
+			}
+			if c.name == "consume" && !IsUnreachable(err) {
+				t.Errorf("error %v is not IsUnreachable", err)
+			}
 		})
 	}
 }

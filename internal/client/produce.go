@@ -66,8 +66,13 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		d := c.retry.backoff(attempt)
 		spent += d
 		c.onRetry(retryEvent(r, resp, err), d, spent, c.retry.BoundedAttempts)
-		if err := c.retry.Sleep(ctx, d); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.op, err)
+		if serr := c.retry.Sleep(ctx, d); serr != nil {
+			if err != nil && !c.reached.Load() {
+				// A node never reached is the news, not the deadline (--timeout) that
+				// ended the wait for it: "connection refused", exit 1, not a timeout.
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s: %w", r.op, serr)
 		}
 	}
 }

@@ -546,6 +546,10 @@ func (t *taker) loop() (Reason, error) {
 			}
 			backoff = min(2*backoff, o.ReconnectMax)
 			continue
+		case !reached && client.IsUnreachable(err):
+			// A node never reached fails the run, also when --timeout or a stop ended
+			// the retries: the user's address is wrong or the node is down.
+			return 0, err
 		case t.take.Err() != nil, errors.Is(err, client.ErrStopped):
 			return 0, nil
 		default:
