@@ -533,3 +533,23 @@ func TestProduceSecondInterruptAbandons(t *testing.T) {
 		t.Errorf("stderr %q: want the unknown lines named and a resume from line 1", got)
 	}
 }
+
+// The progress line of a paced run says where the tape is, in its own time.
+func TestTapePosition(t *testing.T) {
+	in := `{"payload":"a","timestamp":1796076005}
+{"payload":"b","timestamp":1796080447}
+`
+	p := producer.Paced(producer.JSONLinesWith(strings.NewReader(in), producer.JSONFields{Timestamp: true}), 1e9, nil)
+	if got := tapePosition(p); got != "" {
+		t.Errorf("before the first line: %q", got)
+	}
+	for range 2 {
+		if _, err := p.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := " tape at " + time.Unix(1796080447, 0).Format("2006-01-02 15:04:05") + " (+1h14m2s)"
+	if got := tapePosition(p); got != want {
+		t.Errorf("tapePosition = %q, want %q", got, want)
+	}
+}
