@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/replay"
@@ -158,10 +159,25 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 	}
 	sctx, cancel := f.Context()
 	defer cancel()
-	ctx := sctx
+	// A reader that went away while the read waits at the tail (--follow, --peek) ends
+	// the run as a closed stdout would: exit 0.
+	readerGone, stopWatch := consumer.WatchReader(f.IO.Out)
+	defer stopWatch()
+	rctx, cancelRead := context.WithCancel(sctx)
+	defer cancelRead()
+	if readerGone != nil {
+		go func() {
+			select {
+			case <-readerGone:
+				cancelRead()
+			case <-rctx.Done():
+			}
+		}()
+	}
+	ctx := rctx
 	if timeout > 0 {
 		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(sctx, timeout)
+		ctx, cancelT = context.WithTimeout(rctx, timeout)
 		defer cancelT()
 	}
 	var buf []byte
@@ -200,6 +216,8 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Run turns the signal into 130/143
+	case chans.Closed(readerGone):
+		return nil // the reader went away: not an error, as a closed stdout is not
 	case err != nil && ctx.Err() == nil:
 		if errors.Is(err, replay.ErrNoSuchPartition) {
 			return usageErrorf("%v", err)

@@ -16,7 +16,9 @@ type pipeProbe interface {
 	waitTaken(d time.Duration) (taken, gone bool, err error)
 	// readerGone waits up to d and reports whether the reader has gone away.
 	readerGone(d time.Duration) (bool, error)
-	// restore undoes what pipeOf changed on the pipe (its size), once the run is over.
+	// shrink makes the pipe hold one buffer where the system allows, so that waitTaken
+	// can sleep until the reader took it; restore undoes it once the run is over.
+	shrink()
 	restore()
 }
 
@@ -87,6 +89,7 @@ type pipeState struct {
 }
 
 func newPipeState(probe pipeProbe, w io.Writer, ack func([]Delivery)) *pipeState {
+	probe.shrink()
 	return &pipeState{
 		probe: probe, w: w, ack: ack, grace: pipeGrace,
 		wroteAll: make(chan struct{}), gone: make(chan struct{}),
@@ -475,6 +478,36 @@ func (ps *pipeState) drain(ctx context.Context, stop <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// WatchReader notices the reader of a pipe going away while nothing is written to it
+// (`narad replay --follow | head -n 1` waiting at the tail): gone is closed then. It
+// is nil where w is not a pipe narad can see into; stop ends the watch.
+func WatchReader(w io.Writer) (gone <-chan struct{}, stop func()) {
+	probe := pipeOf(w)
+	if probe == nil {
+		return nil, func() {}
+	}
+	ch, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			g, err := probe.readerGone(pipeIdle)
+			if g {
+				close(ch)
+				return
+			}
+			if err != nil {
+				time.Sleep(pipeIdle)
+			}
+		}
+	}()
+	var once sync.Once
+	return ch, func() { once.Do(func() { close(done) }) }
 }
 
 func linesOf(ls []pipeLine) []Delivery {

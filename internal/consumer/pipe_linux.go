@@ -15,8 +15,8 @@ import (
 // pipeOf returns a probe of w when w is a pipe (S_ISFIFO) whose unread bytes Linux can
 // count, else nil: a file or a terminal takes everything written at once.
 //
-// The pipe is shrunk to one page where Linux lets us (F_SETPIPE_SZ), and restored at
-// the end: a pipe of one buffer is writable again (POLLOUT) only once the reader took
+// For a Printer the pipe is shrunk to one page where Linux lets us (F_SETPIPE_SZ, see
+// shrink), and restored at the end: a pipe of one buffer is writable again (POLLOUT) only once the reader took
 // all of it, so the writer can sleep in poll until its line was taken instead of
 // asking FIONREAD over and over. Where the pipe cannot shrink (it already holds more,
 // say), the writer asks FIONREAD, backing off from a few microseconds to pipeTick.
@@ -38,7 +38,12 @@ func pipeOf(w io.Writer) pipeProbe {
 	if _, err := p.unread(); err != nil {
 		return nil
 	}
-	_ = rc.Control(func(fd uintptr) {
+	return p
+}
+
+// shrink makes the pipe one page, where Linux lets us, for waitTaken.
+func (p *linuxPipe) shrink() {
+	_ = p.rc.Control(func(fd uintptr) {
 		size, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
 		if err != nil {
 			return
@@ -52,7 +57,6 @@ func pipeOf(w io.Writer) pipeProbe {
 			p.oneBuffer, p.size = true, size
 		}
 	})
-	return p
 }
 
 type linuxPipe struct {
