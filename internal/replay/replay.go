@@ -112,7 +112,7 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 				if o.Count > 0 && emitted >= o.Count {
 					return emitted, nil
 				}
-				m, err := w.read(ctx, src, o.Topic, p, next[p])
+				m, err := w.next(ctx, src, o.Topic, p, next[p])
 				if client.IsGone(err) {
 					// Retention dropped it: skip to what the partition still holds.
 					t, err = src.Topic(ctx, o.Topic)

@@ -12,7 +12,8 @@ import (
 // A partition's timestamps (unix seconds) do not decrease with the offset, so the
 // first message stamped at or after since splits the partition in two: every probe
 // tells which half to keep, and ⌈log2(n+1)⌉ reads find the start among n retained
-// messages. The probe at the start is kept and printed without being read again.
+// messages. The probes at and after the start are kept and printed without being
+// read again.
 //
 // A partition whose order is broken (a clock stepped back on the node that wrote it)
 // is still read correctly, meaning: every message from the start on whose stamp is in
@@ -37,8 +38,9 @@ type Found struct {
 	// Broken is set when the probes showed timestamps going down: Start is then the
 	// last good point, read on from rather than trusted.
 	Broken bool
-	// first is the message at Start when the search read it.
-	first *client.Message
+	// read holds the messages the search read at or after Start, by offset, so
+	// that reading on from Start does not ask for them again.
+	read map[int64]*client.Message
 }
 
 // probe is one read of the search: its offset and stamp.
@@ -56,6 +58,7 @@ func findStart(ctx context.Context, src Source, topic string, p int, st client.P
 	// below is the nearest probe left of the window (stamped before since), above
 	// the nearest one at its right end (stamped at or after since); nil: none yet.
 	var below, above *probe
+	var probes []*client.Message
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		m, err := src.Replay(ctx, topic, p, mid)
@@ -88,6 +91,7 @@ func findStart(ctx context.Context, src Source, topic string, p int, st client.P
 			hi, above = mid, nil
 			continue
 		}
+		probes = append(probes, m)
 		if (below != nil && m.Timestamp < below.ts) || (above != nil && m.Timestamp > above.ts) {
 			f.Broken = true
 			break
@@ -99,8 +103,13 @@ func findStart(ctx context.Context, src Source, topic string, p int, st client.P
 		}
 	}
 	f.Start = lo
-	if !f.Broken && above != nil && above.off == lo {
-		f.first = above.m
+	for _, m := range probes {
+		if m.Offset >= lo {
+			if f.read == nil {
+				f.read = make(map[int64]*client.Message)
+			}
+			f.read[m.Offset] = m
+		}
 	}
 	return f, nil
 }

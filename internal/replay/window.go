@@ -17,9 +17,9 @@ type window struct {
 	now          func() time.Time
 	// untilOver is the first moment nothing more can be stamped at or before until.
 	untilOver time.Time
-	// first is the message the search read at a partition's start, to emit without
-	// reading it again.
-	first map[int]*client.Message
+	// read is what the search read at and after each partition's start, by offset,
+	// to emit without reading it again.
+	read map[int]map[int64]*client.Message
 	// broken partitions were seen with a stamp going down (by the search or the
 	// read): a message past until does not end them, as one later may be in range.
 	broken map[int]bool
@@ -33,7 +33,7 @@ type window struct {
 // into next before anything is read: all partitions are searched against the same
 // topic stats, so the high watermarks are fresh for each.
 func newWindow(ctx context.Context, src Source, t *client.Topic, parts []int, o Options, next map[int]int64) (*window, error) {
-	w := &window{now: o.Now, first: map[int]*client.Message{}, broken: map[int]bool{},
+	w := &window{now: o.Now, read: map[int]map[int64]*client.Message{}, broken: map[int]bool{},
 		lastTS: map[int]int64{}, ended: map[int]bool{}}
 	if w.now == nil {
 		w.now = time.Now
@@ -52,8 +52,8 @@ func newWindow(ctx context.Context, src Source, t *client.Topic, parts []int, o 
 			return nil, err
 		}
 		next[p] = f.Start
-		if f.first != nil {
-			w.first[p] = f.first
+		if f.read != nil {
+			w.read[p] = f.read
 		}
 		w.broken[p] = f.Broken
 		if o.OnFound != nil {
@@ -63,11 +63,16 @@ func newWindow(ctx context.Context, src Source, t *client.Topic, parts []int, o 
 	return w, nil
 }
 
-// read is the message at off in p: the one the search already holds, or a replay read.
-func (w *window) read(ctx context.Context, src Source, topic string, p int, off int64) (*client.Message, error) {
-	if m := w.first[p]; m != nil {
-		delete(w.first, p)
-		if m.Offset == off {
+// next is the message at off in p: the one the search already holds, or a replay
+// read. Each message the search holds is handed out once.
+func (w *window) next(ctx context.Context, src Source, topic string, p int, off int64) (*client.Message, error) {
+	if held := w.read[p]; held != nil {
+		m := held[off]
+		delete(held, off)
+		if len(held) == 0 {
+			delete(w.read, p)
+		}
+		if m != nil {
 			return m, nil
 		}
 	}
