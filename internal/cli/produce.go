@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -212,6 +213,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		Topic: opts.Topic, Key: opts.Key, Partition: opts.Partition,
 		Count: opts.Count, Concurrency: opts.Concurrency,
 		KeepPartition: opts.KeepPartition, Rate: opts.Rate,
+		Partitions: keptPartitions(c, opts),
 		// The first signal stops the reading and lets the requests out finish; the
 		// second (Hard) abandons them.
 		Stop:      f.Signals.Soft,
@@ -439,6 +441,21 @@ func resumeLine(res *producer.Result, where string) string {
 		s += " " + file
 	}
 	return s + again
+}
+
+// keptPartitions asks the topic's partition count for --keep-partition, so that the
+// lines of a partition the target lacks fail without a request each (nil otherwise).
+func keptPartitions(c *client.Client, opts *produceOptions) func(context.Context) (int, error) {
+	if !opts.KeepPartition {
+		return nil
+	}
+	return func(ctx context.Context) (int, error) {
+		t, err := c.Topic(ctx, opts.Topic)
+		if err != nil {
+			return 0, err
+		}
+		return t.Partitions, nil
+	}
 }
 
 // tapePosition is where a paced tape is, in its own time: " tape at 10:04:31 (+4m31s)".

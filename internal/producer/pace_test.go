@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -254,5 +255,46 @@ func TestKeepPartition(t *testing.T) {
 	slices.Sort(got)
 	if len(got) != 2 || !strings.HasPrefix(got[0], "3 400 ") || !strings.HasPrefix(got[1], "6 0 partition -1 is not a partition") {
 		t.Errorf("reports %q", got)
+	}
+}
+
+// Restoring into a topic with fewer partitions: once the node refused a line for its
+// partition, the topic's count is asked, once, and the lines of the partitions it
+// lacks fail with that refusal without a request each.
+func TestKeepPartitionMissingAsksOnce(t *testing.T) {
+	var b strings.Builder
+	for p := range 6 {
+		for i := range 50 {
+			fmt.Fprintf(&b, `{"partition":%d,"payload":"p%d-%d"}`+"\n", p, p, i)
+		}
+	}
+	fc := &fakeClient{}
+	fc.answer = func(ctx context.Context, batch []client.ProduceMessage, single []byte) error {
+		for i, m := range batch {
+			if *m.Partition >= 3 {
+				return &client.BatchRefusal{Index: i, Err: &client.Error{Status: 400, Message: "partition must be an integer from 0 to 2"}}
+			}
+		}
+		return nil
+	}
+	var asked atomic.Int32
+	var fs failures
+	res := Run(context.Background(), fc, JSONLinesWith(strings.NewReader(b.String()), JSONFields{Partition: true}),
+		Options{Topic: "t", KeepPartition: true, OnFailure: fs.add,
+			Partitions: func(context.Context) (int, error) { asked.Add(1); return 3, nil }})
+	batches, singles, stored := fc.snapshot()
+	if res.Produced != 150 || res.Failed != 150 || len(stored) != 150 {
+		t.Fatalf("result %+v, %d stored", res.Stats, len(stored))
+	}
+	if asked.Load() != 1 {
+		t.Errorf("the partition count was asked %d times, want once", asked.Load())
+	}
+	if n := len(batches) + len(singles); n > 8 {
+		t.Errorf("%d requests for 300 lines, half of them for missing partitions", n)
+	}
+	for _, f := range fs.list() {
+		if !strings.HasSuffix(f, " 400 400 partition must be an integer from 0 to 2") {
+			t.Errorf("report %q", f)
+		}
 	}
 }

@@ -51,6 +51,12 @@ type Options struct {
 	// Rate, when above 0, bounds the messages sent a second across all requests
 	// (copies and messages sent again after a refusal included).
 	Rate float64
+	// Partitions, when set, asks the node how many partitions the topic has. It is
+	// asked once, after the node refused a pinned message (400): from then on a message
+	// pinned to a partition the topic lacks fails with that refusal without being sent,
+	// so restoring into a topic with fewer partitions costs a request per missing
+	// partition, not one per line (a batch is all or nothing).
+	Partitions func(ctx context.Context) (int, error)
 	// Stop is the soft stop: read nothing more, finish what was read.
 	Stop <-chan struct{}
 	// OnFailure is told of each record that could not be produced (bad input, or the
@@ -162,6 +168,13 @@ type Producer struct {
 	// Run's context, so nothing sits out a slow rate once the run is over.
 	waitCtx    context.Context
 	cancelWait context.CancelFunc
+
+	// missing is what the node answered a message pinned to a partition the topic
+	// lacks, once Options.Partitions told the count (nil: not known to be any).
+	partsMu    sync.Mutex
+	partsAsked bool
+	partCount  int
+	missing    *client.Error
 }
 
 // New prepares a run of src to c.
@@ -388,6 +401,7 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 		return
 	}
 	msgs := make([]client.ProduceMessage, 0, len(items))
+	items = p.dropMissing(items)
 	for len(items) > 0 {
 		if !p.take(len(items)) {
 			p.finish(items, unsent, 0, nil)
@@ -425,7 +439,8 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 				}
 			}
 			p.finish(refused, failed, refusal.Err.Status, refusal.Err)
-			items = rest
+			p.learnMissing(ctx, bad, refusal.Err)
+			items = p.dropMissing(rest)
 		case perMessage(client.StatusOf(err)):
 			// A refusal that names no message: let each message get its own answer.
 			p.sendEach(ctx, items)
@@ -475,6 +490,9 @@ func (p *Producer) sendOne(ctx context.Context, it *item) {
 		p.finish(one, unsent, 0, nil)
 		return
 	}
+	if len(p.dropMissing(one)) == 0 {
+		return
+	}
 	err := p.c.Produce(ctx, p.opts.Topic, it.msg.Payload, client.ProduceOptions{Key: it.msg.Key, Partition: it.msg.Partition})
 	switch status := client.StatusOf(err); {
 	case err == nil:
@@ -483,10 +501,57 @@ func (p *Producer) sendOne(ctx context.Context, it *item) {
 		p.finish(one, unknown, 0, nil)
 	case perMessage(status):
 		p.finish(one, failed, status, err)
+		var e *client.Error
+		if errors.As(err, &e) {
+			p.learnMissing(ctx, it, e)
+		}
 	default:
 		p.finish(one, ambiguity(err), 0, nil)
 		p.setFatal(err)
 	}
+}
+
+// learnMissing asks the topic's partition count, once, after the node refused it
+// with 400 while it was pinned; if its partition is past the count, refusal is what
+// every message pinned past it gets from then on.
+func (p *Producer) learnMissing(ctx context.Context, it *item, refusal *client.Error) {
+	if p.opts.Partitions == nil || it.msg.Partition == nil || refusal.Status != http.StatusBadRequest {
+		return
+	}
+	p.partsMu.Lock()
+	defer p.partsMu.Unlock()
+	if !p.partsAsked {
+		p.partsAsked = true
+		if n, err := p.opts.Partitions(ctx); err == nil && n > 0 {
+			p.partCount = n
+		}
+	}
+	if p.missing == nil && p.partCount > 0 && *it.msg.Partition >= p.partCount {
+		p.missing = refusal
+	}
+}
+
+// dropMissing fails, without sending, the items pinned to a partition the topic is
+// known to lack, and returns the others.
+func (p *Producer) dropMissing(items []*item) []*item {
+	p.partsMu.Lock()
+	missing, n := p.missing, p.partCount
+	p.partsMu.Unlock()
+	if missing == nil {
+		return items
+	}
+	var keep, drop []*item
+	for _, it := range items {
+		if it.msg.Partition != nil && *it.msg.Partition >= n {
+			drop = append(drop, it)
+		} else {
+			keep = append(keep, it)
+		}
+	}
+	if len(drop) > 0 {
+		p.finish(drop, failed, missing.Status, missing)
+	}
+	return keep
 }
 
 // take waits for a request slot and then for n messages' worth of rate; false when
