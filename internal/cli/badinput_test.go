@@ -355,9 +355,9 @@ func badCases(e *badEnv) []badCase {
 			stderr: `^narad: line 1: not a JSON message line`},
 
 		// --- handles ---
-		{name: "garbage handle", args: []string{"ack", "t", "not-a-handle"}, code: ExitFailed,
+		{name: "garbage handle", args: []string{"ack", "t", "not-a-handle"}, code: ExitUsage,
 			stderr: `^narad: ack not-a-handle: failed \(400 `},
-		{name: "hostile handle", args: []string{"ack", "t", "\x1b[2J\u202e"}, code: ExitFailed,
+		{name: "hostile handle", args: []string{"ack", "t", "\x1b[2J\u202e"}, code: ExitUsage,
 			stderr: `^narad: ack \\x1b\[2J\\u202e: failed \(400 `},
 		{name: "101+ handles", args: append([]string{"ack", "t"}, handles(150)...), code: ExitLeaseGone, lines: 150,
 			stderr: `^narad: ack 0:\d+:1: lease gone \(410 `},

@@ -97,7 +97,8 @@ stderr. With -o json, one result per handle on stdout:
   {"receipt_handle":"4:0:123","status":204}
   {"receipt_handle":"4:0:124","status":410,"error":"..."}
 Exit 0 when all were settled, 4 when some leases were gone (and nothing else failed),
-1 on any other failure.`,
+2 when some handle was malformed (a 400; nothing but gone leases besides), 1 on any
+other failure.`,
 		Example: settleExamples[name],
 		Args:    minArgs(1, "a topic and receipt handles (or - for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -355,7 +356,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 	defer cancel()
 	rd := newHandleReader(ctx, f.IO.In, opts.Handles)
 
-	var total, gone, failed int
+	var total, gone, failed, malformed int
 	var unconfirmed []pendingSettle
 	var unsent []settleItem // gathered when the signal came
 	outClosed := false
@@ -395,6 +396,8 @@ func settleRun(f *Factory, opts *settleOptions) error {
 			case r.Status == http.StatusNoContent:
 			case r.Status == http.StatusGone:
 				gone++
+			case r.Status == http.StatusBadRequest:
+				malformed++ // not a handle (400 receipt handle is malformed): invalid input
 			default:
 				failed++
 			}
@@ -442,7 +445,11 @@ func settleRun(f *Factory, opts *settleOptions) error {
 	case total == 0:
 		return usageErrorf("no receipt handles on stdin (one a line, or lines of narad sub -o json)")
 	case failed > 0:
+		// A failure of the node or the network outranks a bad handle: trying again
+		// may cure it.
 		return exitWith(ExitFailed, nil)
+	case malformed > 0:
+		return exitWith(ExitUsage, nil)
 	case gone > 0:
 		return exitWith(ExitLeaseGone, nil)
 	}

@@ -100,7 +100,7 @@ func TestSettleExitCodesAndLines(t *testing.T) {
 		{"all settled", []string{"ack", "t", "1:0:1", "1:0:2"}, 0, "", "", ""},
 		{"some gone", []string{"ack", "t", "1:0:1", "gone-1"}, ExitLeaseGone, "",
 			"narad: ack gone-1: lease gone (410 receipt handle no longer matches an active reservation)\n", ""},
-		{"failure outranks gone", []string{"nack", "t", "gone-1", "bad-1"}, ExitFailed, "",
+		{"a malformed handle is invalid input, and outranks gone", []string{"nack", "t", "gone-1", "bad-1"}, ExitUsage, "",
 			"narad: nack gone-1: lease gone (410 receipt handle no longer matches an active reservation)\n" +
 				"narad: nack bad-1: failed (400 receipt handle is malformed)\n", "0"},
 		{"json", []string{"extend", "t", "a", "gone-1", "-o", "json"}, ExitLeaseGone,
