@@ -33,6 +33,7 @@ type SubOptions struct {
 	Timeout   time.Duration
 	Drain     bool
 	NoAck     bool
+	Rate      float64 // 0: no limit
 	Stats     string // "", text or json
 	// Output is unset in exec mode, where the command's own output passes through.
 	Output MessageOutput
@@ -171,6 +172,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
 	fl.BoolVar(&opts.Drain, "drain", false, "stop once the node has nothing ready for this consumer")
 	fl.BoolVar(&opts.NoAck, "no-ack", false, "print and leave the leases to lapse")
+	fl.Float64Var(&opts.Rate, "rate", 0, "take at most N messages a second (both modes; each request asks for what the limit allows now)")
 	fl.StringVar(&opts.Stats, "stats", "", "print counters on stderr at the end: text (a table) or json (default: one line on a terminal)")
 	fl.Lookup("stats").NoOptDefVal = "text"
 	fl.BoolVar(&opts.Peek, "peek", false, "watch without taking anything (replay reads from the tail)")
@@ -214,9 +216,11 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 		return usageErrorf("invalid --stats %q (text or json)", opts.Stats)
 	case opts.ShutdownGrace <= 0:
 		return usageErrorf("--shutdown-grace must be positive")
+	case changed("rate") && !(opts.Rate > 0 && opts.Rate <= 1e9):
+		return usageErrorf("--rate must be above 0 (messages a second), not %v", opts.Rate)
 	}
 	if opts.Peek {
-		for _, name := range []string{"no-ack", "drain", "max", "wait"} {
+		for _, name := range []string{"no-ack", "drain", "max", "wait", "rate"} {
 			if changed(name) {
 				return usageErrorf("--%s does not apply to --peek (it takes nothing)", name)
 			}
@@ -344,6 +348,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 		Timeout:   opts.Timeout,
 		Drain:     opts.Drain,
 		NoAck:     opts.NoAck,
+		Rate:      opts.Rate,
 		Stop:      f.Signals.Soft,
 	}
 	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)

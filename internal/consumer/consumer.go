@@ -119,6 +119,8 @@ type Options struct {
 	// LastTry bounds a settlement asked for after the hard stop or Abandon (a command
 	// stopped then, a batch given back): one prompt try; 0 means 500ms.
 	LastTry time.Duration
+	// Rate, when above 0, is the most messages taken a second (see takeRate).
+	Rate float64
 	// IdlePause is the least time from one consume to the next after an empty answer
 	// (Drain excepted), so that polling does not spin whatever the wait or the node
 	// does with it; 0 means 100ms.
@@ -259,7 +261,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Max < 1 || o.Max > MaxBatch {
 		return o, fmt.Errorf("consumer: max %d is outside 1..%d", o.Max, MaxBatch)
 	}
-	if o.Count < 0 || o.Wait < 0 || o.Timeout < 0 {
+	if o.Count < 0 || o.Wait < 0 || o.Timeout < 0 || o.Rate < 0 {
 		return o, errors.New("consumer: count, wait and timeout must not be negative")
 	}
 	if o.SettleTimeout <= 0 {
@@ -452,6 +454,7 @@ type taker struct {
 	single  bool          // the node answers one message per consume
 	wait    time.Duration // what each consume asks the node to wait for messages
 	aside   *call         // a consume that came back, for the loop's next turn
+	rate    *takeRate     // nil: no --rate
 }
 
 // call is one consume on its way.
@@ -473,6 +476,9 @@ type call struct {
 // out while the node is gone is the node's error: the run did not end cleanly.
 func (t *taker) run() (Reason, error) {
 	t.wait = min(t.o.Wait, t.o.PollMax)
+	if t.o.Rate > 0 {
+		t.rate = newTakeRate(t.o.Rate, t.o.Max)
+	}
 	if t.o.Drain {
 		t.wait = 0
 	}
@@ -514,6 +520,11 @@ func (t *taker) loop() (Reason, error) {
 			n := min(o.Max, max(free, 1))
 			if o.Count > 0 {
 				n = min(n, o.Count-received)
+			}
+			if t.rate != nil {
+				if n, err = t.rate.wait(t.take, n); err != nil {
+					return 0, nil
+				}
 			}
 			t.send(n)
 		}
@@ -648,6 +659,9 @@ func (t *taker) sendAhead(received, inHand int, short bool) {
 		}
 		if t.o.Count > 0 {
 			n = min(n, t.o.Count-received-t.asked)
+		}
+		if n > 0 && t.rate != nil {
+			n = t.rate.now(n)
 		}
 		if n <= 0 || t.take.Err() != nil {
 			break
