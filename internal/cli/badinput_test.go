@@ -270,6 +270,9 @@ func badCases(e *badEnv) []badCase {
 			args: []string{"-s", "$URL", "sub", "t"}, code: ExitFailed, stderr: `^narad: consume: bad JSON in answer`},
 		{name: "HTML error page, one line", server: answering(404, "text/html", "<html>\n<head><title>404 Not Found</title></head>\n<body>\x1b[31mnginx</body>\n</html>"),
 			args: []string{"-s", "$URL", "topic", "ls"}, code: ExitFailed, stderr: `^narad: list topics: 404 <html> <head><title>404 Not Found</title></head> <body>\[31mnginx</body> </html>$`},
+		{name: "a 5 KB error body is cut", server: answering(500, "text/plain", strings.Repeat("e", 5000)),
+			args: []string{"-s", "$URL", "topic", "ls"}, code: ExitFailed,
+			stderr: `^narad: list topics: 500 e{512}… \(5,000 bytes, 4,488 not shown\)`},
 		{name: "2 GiB answer, topic ls", server: endless(2<<30, 0), args: []string{"-s", "$URL", "topic", "ls"}, code: ExitFailed,
 			stderr: `^narad: list topics: answer of 2,147,483,648 bytes is larger than 64 MiB$`},
 		{name: "2 GiB answer, consume", server: endless(2<<30, 0), args: []string{"-s", "$URL", "sub", "t"}, code: ExitFailed,
@@ -357,6 +360,8 @@ func badCases(e *badEnv) []badCase {
 		// --- handles ---
 		{name: "garbage handle", args: []string{"ack", "t", "not-a-handle"}, code: ExitUsage,
 			stderr: `^narad: ack not-a-handle: failed \(400 `},
+		{name: "a 100 KB handle is cut on the error line", args: []string{"ack", "t", strings.Repeat("x", 100_000)}, code: ExitUsage,
+			stderr: `^narad: ack x{200}… \(100,000 bytes, 99,800 not shown\): failed \(400 receipt handle is malformed\)$`},
 		{name: "hostile handle", args: []string{"ack", "t", "\x1b[2J\u202e"}, code: ExitUsage,
 			stderr: `^narad: ack \\x1b\[2J\\u202e: failed \(400 `},
 		{name: "101+ handles", args: append([]string{"ack", "t"}, handles(150)...), code: ExitLeaseGone, lines: 150,

@@ -559,10 +559,14 @@ func shellWord(s string) string {
 // is already on the line, and the URL repeats it.
 var requestPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z]+ "[^"]*": `) })
 
+// maxHandleShown is the most of a handle an error line shows: a node's handles are a
+// few dozen bytes, and one of 100 KB (garbage on stdin) would flood the terminal.
+const maxHandleShown = 200
+
 // settleFailureLine is the stderr line for one handle's result, "" on success:
 // "narad: ack 4:0:123: lease gone (410 receipt handle no longer matches ...)".
 func settleFailureLine(action string, r client.SettleResult) string {
-	h := render.Escape(r.Handle)
+	h := render.Escape(render.Cut(r.Handle, maxHandleShown))
 	msg := r.Err
 	if msg == "" {
 		msg = strings.ToLower(http.StatusText(r.Status))

@@ -350,7 +350,7 @@ func FuzzErrorBody(f *testing.F) {
 		if what, bad := terminalControl(line); bad {
 			t.Fatalf("error %q holds %s", line, what)
 		}
-		if len(e.Message) > maxErrorText+utf8.UTFMax+len("…") {
+		if len(e.Message) > maxErrorText+utf8.UTFMax+len("… (999,999,999 bytes, 999,999,999 not shown)") {
 			t.Fatalf("error text of %d bytes, want at most about %d", len(e.Message), maxErrorText)
 		}
 		if e.Message != strings.TrimSpace(e.Message) || strings.Contains(e.Message, "  ") {

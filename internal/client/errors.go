@@ -87,11 +87,13 @@ func IsRouteMissing(err error) bool {
 
 // oneLine trims s and folds its whitespace runs (newlines included) to single spaces
 // so an error stays one line on stderr; control characters are dropped because the
-// text goes to a terminal.
+// text goes to a terminal. A text longer than maxErrorText is cut, and says how much
+// of it was left out: "… (5,123 bytes, 4,611 not shown)".
 func oneLine(s string) string {
 	var b strings.Builder
 	space := false
-	for _, r := range strings.TrimSpace(s) {
+	s = strings.TrimSpace(s)
+	for i, r := range s {
 		switch {
 		case unicode.IsSpace(r):
 			space = true
@@ -99,15 +101,15 @@ func oneLine(s string) string {
 		case unicode.IsControl(r):
 			continue
 		}
+		if b.Len() >= maxErrorText {
+			fmt.Fprintf(&b, "… (%s bytes, %s not shown)", groupDigits(int64(len(s))), groupDigits(int64(len(s)-i)))
+			break
+		}
 		if space && b.Len() > 0 { // a dropped control character leaves no space in front
 			b.WriteByte(' ')
 			space = false
 		}
 		b.WriteRune(r)
-		if b.Len() >= maxErrorText {
-			b.WriteString("…")
-			break
-		}
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -292,4 +293,32 @@ func inertIndex(b []byte) int {
 		return -1
 	}
 	return first
+}
+
+// Cut returns s whole when it is at most max bytes long, else its first max bytes (at
+// a character boundary) and how much was left out: "… (102,400 bytes, 102,200 not
+// shown)". It is for echoing what a user or a node gave (a handle, a name) on an error
+// line, which a 100 KB value would flood.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	end := max
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + "… (" + groupDigits(len(s)) + " bytes, " + groupDigits(len(s)-end) + " not shown)"
+}
+
+// groupDigits writes n (not negative) with thousands separators.
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -101,5 +102,23 @@ func TestInertJSON(t *testing.T) {
 	clean := []byte(`{"a":"é"}`)
 	if got := InertJSON(clean); &got[0] != &clean[0] {
 		t.Error("a document without C1 controls should come back as it is")
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"0123456789", 10, "0123456789"},
+		{"0123456789ab", 10, "0123456789… (12 bytes, 2 not shown)"},
+		{"ééééé", 3, "é… (10 bytes, 8 not shown)"}, // never half a character
+		{strings.Repeat("x", 100_000), 2, "xx… (100,000 bytes, 99,998 not shown)"},
+	} {
+		if got := Cut(c.s, c.max); got != c.want {
+			t.Errorf("Cut(%.20q, %d) = %q; want %q", c.s, c.max, got, c.want)
+		}
 	}
 }
