@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/narad/narad/internal/devbroker"
@@ -310,14 +311,20 @@ func TestFormatBytes(t *testing.T) {
 	}
 }
 
-// On a terminal a progress line is drawn and then cleared before the summary.
+// On a terminal a progress line is drawn and then cleared before the summary. The
+// clock is synctest's: the progress's ticks come in order however loaded the machine.
 func TestProgressLine(t *testing.T) {
+	synctest.Test(t, testProgressLine)
+}
+
+func testProgressLine(t *testing.T) {
 	var b strings.Builder
 	var mu sync.Mutex
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return b.Write(p) })
 	p := newProgressLine(w)
 	stop := p.run(time.Millisecond, time.Millisecond, func() string { return "produced 3 messages…" })
 	time.Sleep(20 * time.Millisecond)
+	synctest.Wait()
 	p.println("a failure\n")
 	stop()
 	mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"strings"
 	"sync"
 	"syscall"
@@ -708,12 +709,18 @@ func TestLeaseIsKeptWhileTheAckIsRetried(t *testing.T) {
 			src := consumertest.New()
 			src.Push(msg("m", "exit 0"))
 			outage := make(chan struct{})
+			var acking atomic.Bool
 			src.Status = func(a client.Action, h string) int {
 				switch a {
 				case client.Ack:
+					acking.Store(true)
 					<-outage
 				case client.Extend:
-					return extend
+					// Only an extend of a message whose ack is on its way is answered so: one
+					// sent while the command still ran (a loaded machine) keeps its lease.
+					if acking.Load() {
+						return extend
+					}
 				}
 				return 204
 			}
