@@ -58,10 +58,13 @@ func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Comm
 			"  # What arrived between 10:00 and 10:05 local time (no scan)\n" +
 			"  narad replay orders --since '2026-12-01 10:00' \\\n" +
 			"    --until '2026-12-01 10:05'\n\n" +
+			"  # Every failed order today, its id only\n" +
+			"  narad replay orders --since \"$(date +%F)\" \\\n" +
+			"    --filter '.payload.status == \"failed\"' --jq .payload.order_id\n\n" +
 			"  # Copy a topic, keys and binary payloads exact\n" +
 			"  narad replay orders -o json | narad produce orders-copy --json\n\n" +
 			"  # Follow new messages as they are written, keys only\n" +
-			"  narad replay orders -o json --follow | jq -r .key",
+			"  narad replay orders --follow --jq .key",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]

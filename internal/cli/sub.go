@@ -99,6 +99,8 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			"  narad sub orders -o json | jq -r '.payload.order_id'\n\n" +
 			"  # Watch without taking anything, from the oldest message kept\n" +
 			"  narad sub orders --peek --from-beginning\n\n" +
+			"  # Watch for failed orders, taking nothing\n" +
+			"  narad sub orders --peek --grep failed\n\n" +
 			"  # A worker: four commands at once, a message acked when its command\n" +
 			"  # exits 0\n" +
 			"  narad sub orders -j 4 -- ./handle-order.sh\n\n" +
