@@ -34,7 +34,7 @@ type SubOptions struct {
 	Drain     bool
 	NoAck     bool
 	Rate      float64 // 0: no limit
-	Stats     string // "", text or json
+	Stats     string  // "", text or json
 	// Output is unset in exec mode, where the command's own output passes through.
 	Output MessageOutput
 

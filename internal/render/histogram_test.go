@@ -57,7 +57,7 @@ func TestHistogramFitsAndMarks(t *testing.T) {
 	// Half the largest count, half the bar; any count at all shows; none shows nothing.
 	barOf := func(l string) string {
 		_, rest, _ := strings.Cut(l, "│")
-		return strings.TrimRight(strings.Fields(rest+" x")[0], " ")
+		return strings.TrimRight(strings.Fields(rest + " x")[0], " ")
 	}
 	fullCells, halfCells := len([]rune(barOf(lines[3]))), len([]rune(barOf(lines[5])))
 	if halfCells < fullCells/2-1 || halfCells > fullCells/2+1 {
