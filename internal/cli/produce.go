@@ -84,15 +84,17 @@ its line number; the others still go.
 up to N messages, at most 100). --pace F plays --json lines with the spacing of
 their "timestamp"s, F times faster: --pace 1 is real time, --pace 60 a minute of
 the tape each second. The first line goes at once; a line earlier than one already
-sent goes at once too (say: the tape is not in time order). Timestamps are whole
-seconds, so the messages of one second go together. On a terminal the progress line
-shows where the tape is.
+sent goes at once too, and the run says at its end that the tape was not in time
+order (replay writes one partition after another: sort it by timestamp). Timestamps
+are whole seconds, so the messages of one second go together. On a terminal the
+progress line shows where the tape is.
 
 On a v3.1 node messages go in batches (up to 100 messages and 1 MiB a request,
 filled while the requests already out are answered); a node without batch produce
-(404 from its router) gets one request per message. With -j N, N requests are in
-flight at once (order is then not kept); with the default -j 1, messages are sent in
-input order. --count N sends each message N times in a row. 502, 503 and timeouts
+(404 from its router) gets one request per message. A lone message (one MESSAGE
+argument, a whole input) is one single produce on any node. With -j N, N requests
+are in flight at once, on an older node too (order is then not kept); with the
+default -j 1, messages are sent in input order. --count N sends each message N times in a row. 502, 503 and timeouts
 are retried with backoff, so a message may be stored twice; that is the API's
 contract.
 
