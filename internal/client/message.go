@@ -268,3 +268,31 @@ func getu4(s []byte) rune {
 	}
 	return r
 }
+
+// LoneSurrogate finds in the JSON text q a \u escape of a UTF-16 surrogate that is not
+// half of a pair (`"\ud800"`), and returns that escape, or "" when there is none. No
+// UTF-8 text can hold such a character: every decoder, this package's included, turns
+// it into U+FFFD, so text produced from it would silently not be what was written.
+func LoneSurrogate(q []byte) string {
+	for i := 0; i+1 < len(q); i++ {
+		if q[i] != '\\' {
+			continue
+		}
+		if q[i+1] != 'u' {
+			i++ // an escaped character, a backslash included: not the start of one
+			continue
+		}
+		r := getu4(q[i:])
+		if r < 0 || !utf16.IsSurrogate(r) {
+			continue
+		}
+		if r < 0xdc00 { // a high half: a low one must follow
+			if r2 := getu4(q[i+6:]); r2 >= 0xdc00 && r2 <= 0xdfff {
+				i += 11
+				continue
+			}
+		}
+		return string(q[i : i+6])
+	}
+	return ""
+}

@@ -139,3 +139,21 @@ func FuzzJSONText(f *testing.F) {
 		}
 	})
 }
+
+func TestLoneSurrogate(t *testing.T) {
+	for q, want := range map[string]string{
+		`"\ud800"`:          `\ud800`,
+		`"a\uDC00b"`:        `\uDC00`,
+		`"\ud83d\ude00"`:    "",
+		`"\ud83d\u0041"`:    `\ud83d`,
+		`"\\ud800"`:         "",
+		`"\\\ud800"`:        `\ud800`,
+		`"plain"`:           "",
+		`{"a":"\ud83d"}`:    `\ud83d`,
+		`"\ud83d\ude00\ud"`: "",
+	} {
+		if got := LoneSurrogate([]byte(q)); got != want {
+			t.Errorf("LoneSurrogate(%s) = %q; want %q", q, got, want)
+		}
+	}
+}

@@ -219,6 +219,23 @@ func ParseJSONLine(line []byte) (body []byte, key *string, err error) {
 	if e := m.PayloadEncoding; e != "" && e != "base64" {
 		return nil, nil, fmt.Errorf("unknown payload_encoding %q", e)
 	}
+	// A lone surrogate (\ud800) in a text payload or a key cannot be produced as
+	// written: decoding makes it U+FFFD. The line is refused rather than changed.
+	if kind, _ := m.PayloadKind(); kind == client.PayloadText {
+		if u := client.LoneSurrogate(m.Payload); u != "" {
+			return nil, nil, fmt.Errorf("payload holds a lone surrogate %s, which text cannot carry: it would be produced as U+FFFD", u)
+		}
+	}
+	if m.Key != nil && m.KeyEncoding == "" && bytes.Contains(line, []byte(`\u`)) {
+		var raw struct {
+			Key json.RawMessage `json:"key"`
+		}
+		if json.Unmarshal(line, &raw) == nil {
+			if u := client.LoneSurrogate(raw.Key); u != "" {
+				return nil, nil, fmt.Errorf("key holds a lone surrogate %s, which text cannot carry: it would be produced as U+FFFD", u)
+			}
+		}
+	}
 	body, err = m.PayloadBytes()
 	if err != nil {
 		return nil, nil, err
