@@ -71,7 +71,10 @@ func noSuchContext(cfg *config.File, name string) error {
 type contextAddOptions struct {
 	Name    string
 	Context config.Context
-	Force   bool
+	// Password is the one to save, in the keyring unless InsecureStorage.
+	Password        string
+	Force           bool
+	InsecureStorage bool
 }
 
 func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *cobra.Command {
@@ -83,7 +86,12 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			"--password-stdin), --ca-cert and --insecure (the environment is not read). With\n" +
 			"--user and no password flag, the password is asked for on a terminal, without echo.\n" +
 			"The first context saved becomes the current one. An existing NAME is replaced only\n" +
-			"with --force.",
+			"with --force.\n\n" +
+			"The password goes to the system keyring (the macOS Keychain, the Windows Credential\n" +
+			"Manager, the Secret Service of a Linux desktop) where there is one, under the server\n" +
+			"and user it is for; where there is none (a headless server), or with\n" +
+			"--insecure-storage, to the config file, written with mode 0600. narad context show\n" +
+			"says where each password is kept.",
 		Example: "  narad context add local --server http://127.0.0.1:7942\n" +
 			"  narad context add prod --server https://narad.example.com --user app\n" +
 			"  pass show narad/app |\n" +
@@ -118,7 +126,7 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			if err != nil {
 				return err
 			}
-			c.Password = pw
+			opts.Password = pw
 			if fl.Changed("ca-cert") && g.caCert != "" {
 				// Saved absolute: the context is used from other directories.
 				abs, err := filepath.Abs(g.caCert)
@@ -135,6 +143,7 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace a context of the same name")
+	cmd.Flags().BoolVar(&opts.InsecureStorage, "insecure-storage", false, "save the password in the config file (mode 0600), not the system keyring")
 	return cmd
 }
 
@@ -199,7 +208,12 @@ func contextAddRun(f *Factory, opts *contextAddOptions) error {
 	if exists && !opts.Force {
 		return exitWith(ExitFailed, fmt.Errorf("context %q exists (pass --force to replace it, or see narad context show %s)", opts.Name, opts.Name))
 	}
-	cfg.Contexts[opts.Name] = opts.Context
+	if exists {
+		cfg.ForgetPassword(opts.Name)
+	}
+	c := opts.Context
+	store, keyringErr := config.SetPassword(&c, opts.Password, opts.InsecureStorage)
+	cfg.Contexts[opts.Name] = c
 	current := cfg.CurrentContext == "" || cfg.CurrentContext == opts.Name
 	if cfg.CurrentContext == "" {
 		cfg.CurrentContext = opts.Name
@@ -216,10 +230,28 @@ func contextAddRun(f *Factory, opts *contextAddOptions) error {
 	} else {
 		fmt.Fprintf(f.IO.ErrOut, "%s context %q (switch to it with narad context use %s)\n", verb, opts.Name, opts.Name)
 	}
+	if opts.Password != "" {
+		switch {
+		case store == config.StoreKeyring:
+			notice(f, "its password is in the system keyring")
+		case opts.InsecureStorage:
+			notice(f, "its password is in the config file, mode 0600 (--insecure-storage)")
+		default:
+			notice(f, render.Escape(fmt.Sprintf("its password is in the config file, mode 0600 (no system keyring: %v)", keyringErr)))
+		}
+	}
 	if opts.Context.Insecure {
 		fmt.Fprintln(f.IO.ErrOut, "narad: warning: this context does not verify TLS certificates (--insecure)")
 	}
 	return nil
+}
+
+// passwordWhere is how context show says where a password is kept.
+func passwordWhere(store string) string {
+	if store == config.StoreKeyring {
+		return "in the system keyring"
+	}
+	return "in the config file"
 }
 
 // --- context use ---
@@ -270,9 +302,11 @@ type contextJSON struct {
 	Server   string `json:"server"`
 	User     string `json:"user,omitempty"`
 	Password string `json:"password,omitempty"` // "********" when one is saved
-	CACert   string `json:"ca_cert,omitempty"`
-	Insecure bool   `json:"insecure,omitempty"`
-	Current  bool   `json:"current"`
+	// PasswordStore is where it is kept: "keyring" or "file".
+	PasswordStore string `json:"password_store,omitempty"`
+	CACert        string `json:"ca_cert,omitempty"`
+	Insecure      bool   `json:"insecure,omitempty"`
+	Current       bool   `json:"current"`
 }
 
 const hiddenPassword = "********"
@@ -282,8 +316,11 @@ func contextView(cfg *config.File, name string) contextJSON {
 	// A hand-edited server URL may hold a password too.
 	v := contextJSON{Name: name, Server: config.RedactURL(c.Server), User: c.User, CACert: c.CACert, Insecure: c.Insecure,
 		Current: name == cfg.CurrentContext}
-	if c.Password != "" {
-		v.Password = hiddenPassword
+	if store, ok := c.HasPassword(); ok {
+		v.Password, v.PasswordStore = hiddenPassword, "file"
+		if store == config.StoreKeyring {
+			v.PasswordStore = "keyring"
+		}
 	}
 	return v
 }
@@ -405,7 +442,8 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 		fmt.Fprintf(w, "user:      %s\n", render.Escape(v.User))
 	}
 	if v.Password != "" {
-		fmt.Fprintf(w, "password:  %s\n", v.Password)
+		store, _ := cfg.Contexts[name].HasPassword()
+		fmt.Fprintf(w, "password:  %s (%s)\n", v.Password, passwordWhere(store))
 	}
 	if v.CACert != "" {
 		fmt.Fprintf(w, "ca-cert:   %s\n", render.Escape(v.CACert))
@@ -445,6 +483,7 @@ func contextRmRun(f *Factory, opts *contextNameOptions) error {
 	if _, ok := cfg.Contexts[opts.Name]; !ok {
 		return noSuchContext(cfg, opts.Name)
 	}
+	cfg.ForgetPassword(opts.Name)
 	delete(cfg.Contexts, opts.Name)
 	wasCurrent := cfg.CurrentContext == opts.Name
 	if wasCurrent {

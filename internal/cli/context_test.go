@@ -88,7 +88,7 @@ func TestContextLifecycle(t *testing.T) {
 	}
 
 	r = must(e.run("context", "show"), 0)
-	wantShow := "name:      prod\nserver:    https://narad.example.com\nuser:      app\npassword:  ********\ncurrent:   true\n"
+	wantShow := "name:      prod\nserver:    https://narad.example.com\nuser:      app\npassword:  ******** (in the config file)\ncurrent:   true\n"
 	if r.stdout != wantShow {
 		t.Errorf("show:\n%s\nwant:\n%s", r.stdout, wantShow)
 	}

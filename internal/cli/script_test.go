@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/zalando/go-keyring"
 
 	"github.com/narad/narad/internal/cli"
 	"github.com/narad/narad/internal/devbroker"
@@ -29,6 +31,10 @@ var update = flag.Bool("update", false, "rewrite testscript golden files from ac
 // TestMain registers the real narad entry point and small helper programs that stand
 // in for the supervisor's children; testscript runs them as separate processes.
 func TestMain(m *testing.M) {
+	// No test writes to the keyring of the machine it runs on: by default there is
+	// none, as on a headless server (passwords go to the config file); a test of the
+	// keyring swaps in the library's in-memory one. Also in every narad the scripts run.
+	keyring.MockInitWithError(errors.New("none in tests"))
 	testscript.Main(m, map[string]func(){
 		"narad":    func() { os.Exit(cli.Main(os.Args[1:])) },
 		"exitcode": helperExitCode,

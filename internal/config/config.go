@@ -25,8 +25,11 @@ type Context struct {
 	Server   string `yaml:"server"`
 	User     string `yaml:"user,omitempty"`
 	Password string `yaml:"password,omitempty"`
-	CACert   string `yaml:"ca-cert,omitempty"`
-	Insecure bool   `yaml:"insecure,omitempty"`
+	// PasswordStore is where the password is kept: StoreFile (Password above, or
+	// none) or StoreKeyring (the system keyring, under the server and user).
+	PasswordStore string `yaml:"password-store,omitempty"`
+	CACert        string `yaml:"ca-cert,omitempty"`
+	Insecure      bool   `yaml:"insecure,omitempty"`
 }
 
 // File is the config file. It is read and written with a YAML codec rather than

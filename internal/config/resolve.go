@@ -88,12 +88,25 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 	}
 
 	credsMayGo := savedServer != "" && SameOrigin(conn.Server, savedServer)
+	// The saved password, read (from the keyring, maybe) only where it may go: to
+	// the server it was saved for, for the user it was saved with.
+	savedPass := func() (string, error) {
+		pw, err := savedPassword(saved)
+		if err != nil {
+			return "", fmt.Errorf("context %q: %v", name, err)
+		}
+		return pw, nil
+	}
 	if explicit("user") {
 		conn.User = v.GetString("user")
 		if explicit("password") {
 			conn.Password = v.GetString("password")
 		} else if credsMayGo && conn.User == saved.User {
-			conn.Password = saved.Password
+			pw, err := savedPass()
+			if err != nil {
+				return Connection{}, err
+			}
+			conn.Password = pw
 		}
 	} else {
 		if explicit("password") {
@@ -102,9 +115,13 @@ func ResolveEnv(flags *pflag.FlagSet, f *File, getenv func(string) string) (Conn
 		if credsMayGo {
 			conn.User = saved.User
 			if !explicit("password") {
-				conn.Password = saved.Password
+				pw, err := savedPass()
+				if err != nil {
+					return Connection{}, err
+				}
+				conn.Password = pw
 			}
-		} else if saved.User != "" || saved.Password != "" {
+		} else if _, has := saved.HasPassword(); saved.User != "" || has {
 			conn.DroppedCredentials = true
 		}
 	}
