@@ -86,7 +86,9 @@ func demoRun(f *Factory, _ *demoOptions) error {
 	steps = append(steps,
 		demoStep{"The topic's settings and partitions:", []string{"topic", "info", "orders"}},
 		demoStep{"Nothing is left to consume (--drain stops at the first empty answer):",
-			[]string{"sub", "orders", "--drain", "--stats"}})
+			[]string{"sub", "orders", "--drain", "--stats"}},
+		demoStep{"Watch the node live for a few seconds (on a terminal the table refreshes in place):",
+			[]string{"status", "--watch", "--interval", "1s", "--count", "3"}})
 
 	for _, s := range steps {
 		if s.say != "" {
@@ -108,6 +110,8 @@ func demoRun(f *Factory, _ *demoOptions) error {
 		fmt.Fprintln(f.IO.Out)
 	}
 	fmt.Fprintln(f.IO.Out, st.Dim.Render("# Try it yourself: narad dev --topic orders, then narad --help."))
+	fmt.Fprintln(f.IO.Out, st.Dim.Render("# Hold one message at a time and decide, on a terminal: narad sub orders -i"))
+	fmt.Fprintln(f.IO.Out, st.Dim.Render("# (a ack, n nack, s skip, d dead-letter with --dead-letter TOPIC, ? help, q quit)."))
 	return nil
 }
 
