@@ -170,7 +170,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.IntVar(&partition, "partition", -1, "consume from this partition only")
 	fl.DurationVar(&opts.Wait, "wait", 10*time.Second, "long-poll per request (in polls of at most 1s, so a signal never cuts an answer)")
 	fl.IntVar(&opts.Max, "max", 100, "messages per request, 1..100")
-	fl.IntVar(&opts.Count, "count", 0, "stop after N messages")
+	fl.IntVar(&opts.Count, "count", 0, "stop after N messages (exec mode: N finished, a message retried counting once)")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
 	fl.BoolVar(&opts.Drain, "drain", false, "stop once the node has nothing ready for this consumer")
 	fl.BoolVar(&opts.NoAck, "no-ack", false, "print and leave the leases to lapse")
@@ -401,7 +401,11 @@ func subRun(f *Factory, opts *SubOptions) error {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
 		return nil
 	case consumer.OutcomeCountUnmet:
-		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, res.Stats.Received-res.Stats.Nacked, opts.Count))
+		got, what := res.Stats.Received-res.Stats.Nacked, "messages"
+		if res.Counted {
+			got, what = res.Finished, "messages finished"
+		}
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d %s", opts.Timeout, got, opts.Count, what))
 	case consumer.OutcomeLeaseGone:
 		n := res.Stats.LeaseLost + res.Stats.AckGone
 		what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
@@ -485,6 +489,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.
 		Producer:          c,
 		Verbose:           f.global.verbose,
 		AckExitCodes:      opts.AckExitCodes,
+		CountMessages:     opts.Count > 0,
 		Topic:             opts.Topic,
 		Addr:              c.BaseURL(),
 		Prefix:            opts.Prefix,
@@ -543,6 +548,11 @@ A command that fails is nacked at once; when the same message fails again in thi
 it is held (its lease kept) 2s, 4s, ... up to --retry-delay-max before it is given
 back, with a line on stderr per failure. --max-attempts N --dead-letter TOPIC: its
 N-th failure produces the payload (same key) to TOPIC and acks it.
+
+With --count N, exec mode stops once N messages are finished: acked, dead-lettered,
+or given up (a lost lease; a failure, unless --max-attempts retries it). A message
+that fails and comes back is the same message, not a new one. Exit 0 if all N were
+acked or dead-lettered, 4 if a lease was lost and nothing else went wrong, else 1.
 
 Counters (--stats):
   received       messages taken

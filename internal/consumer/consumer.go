@@ -70,6 +70,25 @@ type outputWatcher interface {
 	OutputGone() <-chan struct{}
 }
 
+// MessageCounter is a Handler that counts Options.Count itself, in messages finished
+// rather than deliveries taken (exec mode: a message that fails and comes back is one
+// message, however many attempts it takes). The loop then stops once Count are
+// finished and never takes more than Count less those finished and those in hand.
+type MessageCounter interface {
+	// Counted says where the count stands, with a channel closed at its next change;
+	// ok is false when the handler does not count (the loop counts deliveries then).
+	Counted() (c MessageCount, changed <-chan struct{}, ok bool)
+}
+
+// MessageCount is a MessageCounter's count.
+type MessageCount struct {
+	// Finished is the distinct messages finished; Failed is those of them that the
+	// handler gave up for good as failures.
+	Finished, Failed int
+	// InHand is the distinct messages held and not finished.
+	InHand int
+}
+
 // ErrOutputClosed is a handler's output going away (EPIPE from `| head`): the run
 // ends, and that is not a failure.
 var ErrOutputClosed = errors.New("output closed")
@@ -221,8 +240,16 @@ type Result struct {
 	// the supervisor, commands that exited with a code that does not ack or were
 	// stopped at shutdown.
 	Declined int64
-	// CountUnmet is Count > 0 with fewer than Count messages taken and not given back.
+	// CountUnmet is Count > 0 with fewer than Count messages taken and not given back
+	// (finished, when the handler counts: see Counted).
 	CountUnmet bool
+	// Counted says that the handler counted Count itself (MessageCounter); Finished
+	// is how many messages it finished, FinishedFailed how many of those failed.
+	Counted                  bool
+	Finished, FinishedFailed int64
+	// SettleFailed counts settlements that failed (no final answer, or an answer
+	// other than 204 or 410): counted in Stats.Failed too.
+	SettleFailed int64
 	// Unconfirmed lists the settlements that never got a final answer (counted in
 	// Stats.Failed): abandoned at the hard stop, or out of retries. Each may or may
 	// not have happened; sending it again is safe.
@@ -235,9 +262,20 @@ type Result struct {
 
 // Outcome classifies the run: interrupted first, then failures (a fatal error, a
 // handler's failure, a settlement that failed, a double settlement), then a timeout
-// before Count, then lost leases (lease_lost or ack_gone), else OK.
+// before Count, then lost leases (lease_lost or ack_gone), else OK. When the handler
+// counted Count messages finished, only how those ended counts, not the failed
+// attempts along the way (a message retried, then acked or dead-lettered).
 func (r Result) Outcome() Outcome {
 	s := r.Stats
+	if r.Counted && !r.CountUnmet && r.Reason != StopInterrupted {
+		switch {
+		case r.Reason == StopFailed, r.FinishedFailed > 0, r.SettleFailed > 0, s.Bugs > 0:
+			return OutcomeFailed
+		case s.LeaseLost > 0, s.AckGone > 0:
+			return OutcomeLeaseGone
+		}
+		return OutcomeOK
+	}
 	switch {
 	case r.Reason == StopInterrupted:
 		return OutcomeInterrupted
@@ -395,14 +433,22 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 		reason = StopInterrupted
 	}
 	st := c.snapshot()
-	return Result{
-		Reason:      reason,
-		Stats:       st,
-		Declined:    c.declined.Load(),
-		CountUnmet:  o.Count > 0 && st.Received-st.Nacked < int64(o.Count),
-		Unconfirmed: s.unconfirmedList(),
-		AnswerLost:  t.answerLost,
-	}, fatal
+	res := Result{
+		Reason:       reason,
+		Stats:        st,
+		Declined:     c.declined.Load(),
+		CountUnmet:   o.Count > 0 && st.Received-st.Nacked < int64(o.Count),
+		Unconfirmed:  s.unconfirmedList(),
+		AnswerLost:   t.answerLost,
+		SettleFailed: c.settleFailed.Load(),
+	}
+	if mc, ok := h.(MessageCounter); ok && o.Count > 0 {
+		if n, _, ok := mc.Counted(); ok {
+			res.Counted, res.Finished, res.FinishedFailed = true, int64(n.Finished), int64(n.Failed)
+			res.CountUnmet = n.Finished < o.Count
+		}
+	}
+	return res, fatal
 }
 
 // batchAhead is how many consumes are kept on their way while a batch is handed over,
@@ -498,8 +544,21 @@ func (t *taker) loop() (Reason, error) {
 	reached := false
 	var backoff time.Duration // the next pause while the node is lost
 	for {
-		if o.Count > 0 && received >= o.Count {
-			return StopCount, nil
+		if o.Count > 0 {
+			need, changed := t.need(received)
+			if need <= 0 && changed == nil {
+				return StopCount, nil
+			}
+			if need <= 0 && t.out == 0 {
+				// Every message still needed is in hand: wait for one to finish, or to
+				// go back and be needed again.
+				select {
+				case <-changed:
+					continue
+				case <-t.take.Done():
+					return 0, nil
+				}
+			}
 		}
 		// The watcher may not have seen a stop that came before this turn yet; a stop
 		// must mean nothing more is taken, so look here too.
@@ -519,7 +578,11 @@ func (t *taker) loop() (Reason, error) {
 			}
 			n := min(o.Max, max(free, 1))
 			if o.Count > 0 {
-				n = min(n, o.Count-received)
+				need, _ := t.need(received)
+				if need <= 0 {
+					continue // it changed while Slots waited
+				}
+				n = min(n, need)
 			}
 			if t.rate != nil {
 				if n, err = t.rate.wait(t.take, n); err != nil {
@@ -627,6 +690,22 @@ func (t *taker) loop() (Reason, error) {
 			return 0, err
 		}
 	}
+}
+
+// need is how many more messages Count still needs taken: Count less those taken, or,
+// for a handler that counts messages itself (MessageCounter), less those finished and
+// those in hand; changed is closed when that may change, nil when Count is reached
+// (or counts deliveries taken, which only the loop changes).
+func (t *taker) need(received int) (int, <-chan struct{}) {
+	if mc, ok := t.h.(MessageCounter); ok {
+		if n, changed, ok := mc.Counted(); ok {
+			if n.Finished >= t.o.Count {
+				return 0, nil
+			}
+			return t.o.Count - n.Finished - n.InHand, changed
+		}
+	}
+	return t.o.Count - received, nil
 }
 
 // sendAhead sends the next consumes before a batch of inHand messages is handed over,

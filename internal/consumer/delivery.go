@@ -164,8 +164,9 @@ func settleAll(a client.Action, why Cause, ds []Delivery) error {
 type counters struct {
 	received, acked, nacked, failed, timedOut, leaseLost, ackGone, retries, bugs, deadLettered atomic.Int64
 	// declined is not a published counter: it is what makes a run's outcome a failure
-	// when a handler said no.
-	declined atomic.Int64
+	// when a handler said no. settleFailed is the part of failed that settlements
+	// (not handlers) account for.
+	declined, settleFailed atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -400,6 +401,7 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 			// No final answer: it may or may not have landed. Counted, and named so
 			// that it can be sent again by hand.
 			s.c.failed.Add(1)
+			s.c.settleFailed.Add(1)
 			lost = append(lost, Unconfirmed{Action: a, Handle: d.msg.ReceiptHandle,
 				Partition: d.msg.Partition, Offset: d.msg.Offset})
 			if first == nil {
@@ -430,6 +432,7 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 			s.c.nacked.Add(1)
 		default:
 			s.c.failed.Add(1)
+			s.c.settleFailed.Add(1)
 			if first == nil {
 				first = resultError(a, r)
 			}

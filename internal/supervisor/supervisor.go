@@ -65,6 +65,10 @@ type Options struct {
 	AckWindow time.Duration
 	// AckExitCodes are exit codes that ack besides 0.
 	AckExitCodes []int
+	// CountMessages makes the Supervisor count the messages it finishes for the
+	// consumer's Count (see consumer.MessageCounter and tally): a message retried
+	// under MaxAttempts is one message, however many attempts it takes.
+	CountMessages bool
 	// Topic is NARAD_TOPIC for a message that does not name its topic.
 	Topic string
 	// Addr is NARAD_ADDR for the command.
@@ -91,6 +95,7 @@ type Supervisor struct {
 	env      []string
 	out      *output
 	attempts *attempts
+	tally    *tally // nil unless CountMessages
 	acker    *acker[consumer.Delivery]
 	failures atomic.Int64 // commands that failed (not timed out)
 
@@ -151,8 +156,13 @@ func New(o Options) (*Supervisor, error) {
 	if err != nil {
 		path = ""
 	}
+	var t *tally
+	if o.CountMessages {
+		t = newTally()
+	}
 	return &Supervisor{
 		o:        o,
+		tally:    t,
 		path:     path,
 		acks:     acks,
 		env:      baseEnv(env),
@@ -220,9 +230,23 @@ func (s *Supervisor) Failures() int64 { return s.failures.Load() }
 // Say writes a line of narad's own on stderr, between the commands' lines.
 func (s *Supervisor) Say(line string) { s.out.line(context.Background(), line) }
 
+// Counted is how many messages were finished and how many not finished are in hand
+// (consumer.MessageCounter); ok only with Options.CountMessages.
+func (s *Supervisor) Counted() (c consumer.MessageCount, changed <-chan struct{}, ok bool) {
+	if s.tally == nil {
+		return c, nil, false
+	}
+	c, changed = s.tally.counted()
+	return c, changed, true
+}
+
 // Handle starts handling each delivery in its own goroutine and returns at once.
 func (s *Supervisor) Handle(ctx context.Context, ds []consumer.Delivery) error {
 	for _, d := range ds {
+		if s.tally != nil {
+			// Before Handle returns, so the loop never takes more than Count needs.
+			s.tally.take(keyOf(d.Message()))
+		}
 		s.update(func() { s.waiting++ })
 		s.wg.Add(1)
 		go s.process(ctx, d)
@@ -288,6 +312,10 @@ type result struct {
 // process carries one delivery from lease to settlement.
 func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 	defer s.wg.Done()
+	finished := notFinished
+	if s.tally != nil {
+		defer func() { s.tally.end(keyOf(d.Message()), finished) }()
+	}
 	lease := s.keep(d)
 	defer lease.stop()
 
@@ -306,18 +334,19 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 	}
 	if !started {
 		s.update(func() { s.waiting-- })
-		s.giveBack(ctx, d, lease)
+		finished = s.giveBack(ctx, d, lease)
 		return
 	}
 	s.update(func() { s.waiting--; s.running++ })
 	r := s.run(ctx, d, lease)
 	<-s.sem
-	s.settle(ctx, d, lease, r)
+	finished = s.settle(ctx, d, lease, r)
 }
 
 // settle turns a run's result into the delivery's one settlement; a failure may
-// first hold the message (its lease kept) for the retry delay.
-func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *leaseKeeper, r result) {
+// first hold the message (its lease kept) for the retry delay. It says how the message
+// ended for the tally: finished, or given back to be tried again.
+func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *leaseKeeper, r result) finish {
 	m := d.Message()
 	key := keyOf(m)
 	done := func() { s.update(func() { s.running-- }) }
@@ -331,11 +360,11 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 		// 502/503 outage must not let the node deliver the message again meanwhile.
 		s.acker.ack(d)
 		lease.stop()
-		return
+		return finishedOK
 	case r.end == leaseLost || lease.isLost():
 		done()
 		s.letGo(ctx, d, lease, r)
-		return
+		return finishedLost
 	case r.end == stopped:
 		done()
 		lease.stop()
@@ -343,7 +372,7 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 		// never gets an answer ends in the paste block of unconfirmed handles.
 		s.out.notice(ctx, m, r.describe()+": giving it back")
 		_ = d.Nack(consumer.Declined)
-		return
+		return notFinished
 	}
 
 	// A failure: a code that does not ack, a command that could not start, or one
@@ -367,14 +396,14 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 			if lease.isLost() {
 				// The copy is made but the original may come again (and be copied again).
 				s.letGo(ctx, d, lease, r)
-				return
+				return finishedLost
 			}
 			s.attempts.forget(key)
 			s.out.notice(ctx, m, fmt.Sprintf("%s: produced to %s and acked (%s)%s", r.describe(), s.o.DeadLetter, attempt, r.tailText()))
 			// As for an ack above, the lease is kept while this one is retried.
 			_ = d.DeadLettered(why)
 			lease.stop()
-			return
+			return finishedOK
 		}
 		verdict = fmt.Sprintf("cannot produce to %s (%v): nacked", s.o.DeadLetter, err)
 	}
@@ -402,20 +431,26 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 	lease.stop()
 	if lease.isLost() {
 		s.letGo(ctx, d, lease, r)
-		return
+		return finishedLost
 	}
 	_ = d.Nack(why)
+	if s.o.MaxAttempts > 0 {
+		return notFinished // its next attempts are to come, and at the last it is dead-lettered
+	}
+	return finishedError
 }
 
-// giveBack settles a delivery that never ran.
-func (s *Supervisor) giveBack(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) {
+// giveBack settles a delivery that never ran; finished when its lease was lost (the
+// run gives it up), not when it went back.
+func (s *Supervisor) giveBack(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) finish {
 	lease.stop()
 	if lease.isLost() {
 		s.out.notice(ctx, d.Message(), fmt.Sprintf("not started: %s; nothing settled, it may be delivered again", lease.why()))
 		_ = d.LeaseLost()
-	} else {
-		_ = d.Nack(consumer.GiveBack)
+		return finishedLost
 	}
+	_ = d.Nack(consumer.GiveBack)
+	return notFinished
 }
 
 // letGo settles nothing for a delivery whose lease is gone: the message may be with
