@@ -44,6 +44,17 @@ type child struct {
 	exited chan struct{} // closed once it exited and its group was killed
 	done   chan struct{} // closed once it exited, its group is gone and its output is read
 	tail   tail          // the end of its stderr
+
+	mu     sync.Mutex
+	outErr error // the first write of its stdout that failed
+}
+
+// writeError is the first failed write of the command's output, nil when all of it
+// was written (so far: read it once done is closed to know for sure).
+func (c *child) writeError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outErr
 }
 
 // start runs the command for m with stdin as its standard input, in a process group
@@ -92,12 +103,24 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	}
 	var pumps sync.WaitGroup
 	pumps.Add(2)
-	go func() { defer pumps.Done(); s.out.pump(outR, s.out.stdout, prefix, nil) }()
+	go func() {
+		defer pumps.Done()
+		s.out.pump(outR, s.out.stdout, prefix, nil, func(err error) {
+			c.mu.Lock()
+			if c.outErr == nil {
+				c.outErr = err
+			}
+			c.mu.Unlock()
+			s.outputFailed(err)
+		})
+	}()
 	var errTail *tail
 	if s.o.Verbose {
 		errTail = &c.tail
 	}
-	go func() { defer pumps.Done(); s.out.pump(errR, s.out.stderr, prefix, errTail) }()
+	// narad's own stderr failing is not the command's failure: it has nowhere to be
+	// reported either.
+	go func() { defer pumps.Done(); s.out.pump(errR, s.out.stderr, prefix, errTail, nil) }()
 	if !early {
 		go func() {
 			// A command that does not read its input gets EPIPE here, which is its right.
@@ -286,8 +309,10 @@ const maxLine = 64 << 10
 // which allocated afresh was most of what a short command cost in memory and GC.
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLine) }}
 
-// pump passes r on to w a line at a time, and keeps its end in t (if not nil).
-func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail) {
+// pump passes r on to w a line at a time, and keeps its end in t (if not nil). A write
+// that fails is told to failed (if not nil) once; the rest of r is read and dropped,
+// so the command is never blocked on output that can go nowhere.
+func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail, failed func(error)) {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
 	defer func() {
@@ -296,6 +321,7 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail) {
 	}()
 	var buf []byte
 	midLine := false
+	var werr error
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
@@ -313,10 +339,14 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail) {
 				buf = append(buf, '\n')
 			}
 			midLine = err == bufio.ErrBufferFull
-			o.lock <- struct{}{}
-			// A closed stdout must not stop a command; its output is simply lost.
-			_, _ = w.Write(buf)
-			<-o.lock
+			if werr == nil {
+				o.lock <- struct{}{}
+				_, werr = w.Write(buf)
+				<-o.lock
+				if werr != nil && failed != nil {
+					failed(werr)
+				}
+			}
 		}
 		if err != nil && err != bufio.ErrBufferFull {
 			return

@@ -111,6 +111,13 @@ type Supervisor struct {
 	stopOnce  sync.Once
 	stopping  chan struct{} // soft stop: give back what has not started
 	graceOver chan struct{} // ShutdownGrace has passed since the soft stop
+
+	// The commands' output going nowhere: closed is EPIPE (the reader of stdout went
+	// away, closing outGone once), outErr any other write error. Either ends the run:
+	// nothing is taken for output that cannot be written.
+	outOnce sync.Once
+	outGone chan struct{}
+	outErr  error // guarded by mu
 }
 
 // New checks o and returns a Supervisor.
@@ -174,6 +181,7 @@ func New(o Options) (*Supervisor, error) {
 		changed:   make(chan struct{}, 1),
 		stopping:  stopping,
 		graceOver: make(chan struct{}),
+		outGone:   make(chan struct{}),
 	}, nil
 }
 
@@ -201,6 +209,14 @@ func orDiscard(w io.Writer) io.Writer {
 // backoff does not stop the others while failures cannot pile up leases.
 func (s *Supervisor) Slots(ctx context.Context) (int, error) {
 	for {
+		if chans.Closed(s.outGone) {
+			// The run stops at once for it (see OutputGone), cancelling ctx.
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		if err := s.outputError(); err != nil {
+			return 0, err
+		}
 		s.mu.Lock()
 		busy := s.waiting + s.running
 		free := min(s.o.Concurrency-busy, 2*s.o.Concurrency-busy-s.holding)
@@ -210,6 +226,7 @@ func (s *Supervisor) Slots(ctx context.Context) (int, error) {
 		}
 		select {
 		case <-s.changed:
+		case <-s.outGone:
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
@@ -230,6 +247,35 @@ func (s *Supervisor) Failures() int64 { return s.failures.Load() }
 // Say writes a line of narad's own on stderr, between the commands' lines.
 func (s *Supervisor) Say(line string) { s.out.line(context.Background(), line) }
 
+// OutputGone is closed once a command's stdout found its reader gone (EPIPE: `| head`
+// exited): the run then stops taking, gives back what has not started, and exits as
+// print mode does at a closed output (not a failure).
+func (s *Supervisor) OutputGone() <-chan struct{} { return s.outGone }
+
+// outputFailed notes a failed write of a command's output.
+func (s *Supervisor) outputFailed(err error) {
+	if consumer.IsClosedOutput(err) {
+		s.outOnce.Do(func() { close(s.outGone) })
+		return
+	}
+	s.update(func() {
+		if s.outErr == nil {
+			s.outErr = fmt.Errorf("cannot write the commands' output: %w", err)
+		}
+	})
+}
+
+// outputError is why nothing more can be taken for the commands' output: an
+// ErrOutputClosed once it is gone, or the first other write error.
+func (s *Supervisor) outputError() error {
+	if chans.Closed(s.outGone) {
+		return fmt.Errorf("%w: the reader of stdout went away", consumer.ErrOutputClosed)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outErr
+}
+
 // Counted is how many messages were finished and how many not finished are in hand
 // (consumer.MessageCounter); ok only with Options.CountMessages.
 func (s *Supervisor) Counted() (c consumer.MessageCount, changed <-chan struct{}, ok bool) {
@@ -240,8 +286,13 @@ func (s *Supervisor) Counted() (c consumer.MessageCount, changed <-chan struct{}
 	return c, changed, true
 }
 
-// Handle starts handling each delivery in its own goroutine and returns at once.
+// Handle starts handling each delivery in its own goroutine and returns at once; once
+// the output is gone (see OutputGone, outputError) it gives them back instead.
 func (s *Supervisor) Handle(ctx context.Context, ds []consumer.Delivery) error {
+	if err := s.outputError(); err != nil {
+		_ = consumer.NackAll(ds, consumer.GiveBack)
+		return err
+	}
 	for _, d := range ds {
 		if s.tally != nil {
 			// Before Handle returns, so the loop never takes more than Count needs.
@@ -307,6 +358,8 @@ type result struct {
 	how  string        // what ended it, for a failure line: "exit 1", "signal: killed", ...
 	took time.Duration // from start to end
 	tail string        // the last lines of its stderr, with Verbose
+	// outErr is the first write of its stdout that failed: what it printed was lost.
+	outErr error
 }
 
 // process carries one delivery from lease to settlement.
@@ -351,6 +404,20 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 	key := keyOf(m)
 	done := func() { s.update(func() { s.running-- }) }
 	switch {
+	case r.end == exited && r.outErr != nil && consumer.IsClosedOutput(r.outErr):
+		// Its output went nowhere (the reader of stdout is gone): not handled, so
+		// given back, as print mode gives back a line it could not write.
+		done()
+		lease.stop()
+		_ = d.Nack(consumer.GiveBack)
+		return notFinished
+	case r.end == exited && r.outErr != nil:
+		// Whatever it did, what it wrote was lost (a full disk): never acked.
+		done()
+		lease.stop()
+		s.out.notice(ctx, m, fmt.Sprintf("%s, but its output could not be written (%v): nacked", r.describe(), r.outErr))
+		_ = d.Nack(consumer.Failed)
+		return notFinished
 	case r.end == exited && s.acks[r.code]:
 		// The work is done: ack even if the lease was lost meanwhile. The node takes
 		// it or answers 410 (ack_gone), and either is better than doing it again.
@@ -526,6 +593,11 @@ func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseK
 		c.kill()
 	}
 	r.took = time.Since(began)
+	if r.end == exited {
+		// Its output is all passed on, or failed, once done is closed.
+		<-c.done
+	}
+	r.outErr = c.writeError()
 	r.code = c.exitCode()
 	r.how = c.how()
 	if s.o.Verbose {

@@ -763,3 +763,53 @@ func TestLeaseIsKeptWhileTheAckIsRetried(t *testing.T) {
 		})
 	}
 }
+
+// failingWriter fails every write with err.
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// TestOutputThatCannotBeWrittenIsNeverAcked: a command whose stdout cannot be written
+// (a full disk) is nacked as failed, said so on stderr, and the run ends with the
+// error; the reader of stdout gone (EPIPE) stops the run as a closed output, and
+// what was not written is given back, not counted as failed.
+func TestOutputThatCannotBeWrittenIsNeverAcked(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err    error
+		reason consumer.Reason
+	}{
+		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.ENOSPC}, consumer.StopFailed},
+		{&os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}, consumer.StopOutputClosed},
+	} {
+		t.Run(c.err.Error(), func(t *testing.T) {
+			t.Parallel()
+			src := consumertest.New()
+			for i := range 5 {
+				src.Push(msg(fmt.Sprintf("h%d", i), "lines 1 out"))
+			}
+			o := opts("script")
+			o.Stdout = failingWriter{c.err}
+			var stderr lockedBuffer
+			o.Stderr = &stderr
+			r := runSup(t, context.Background(), src, o, consumer.Options{Drain: true})
+			if r.Reason != c.reason {
+				t.Errorf("reason %v, want %v (err %v)", r.Reason, c.reason, r.err)
+			}
+			if got := src.Handles(client.Ack); len(got) != 0 {
+				t.Errorf("acked %v", got)
+			}
+			if r.Stats.Received != r.Stats.Nacked || r.Stats.Received == 0 || r.Stats.Received == 5 && c.reason == consumer.StopOutputClosed {
+				t.Errorf("stats %+v: want what was taken nacked, and not all of it taken at EPIPE", r.Stats)
+			}
+			failedLine := strings.Contains(stderr.String(), "but its output could not be written")
+			if errors.Is(c.err, syscall.EPIPE) {
+				if r.err != nil || r.Stats.Failed != 0 || failedLine || r.Outcome() != consumer.OutcomeOK {
+					t.Errorf("EPIPE: err %v, stats %+v, outcome %v, stderr %q", r.err, r.Stats, r.Outcome(), stderr.String())
+				}
+			} else if r.err == nil || !errors.Is(r.err, syscall.ENOSPC) || r.Stats.Failed == 0 || !failedLine {
+				t.Errorf("ENOSPC: err %v, stats %+v, stderr %q", r.err, r.Stats, stderr.String())
+			}
+		})
+	}
+}
