@@ -1,4 +1,4 @@
-// Package bench holds the side-by-side measurements of issue 11: narad against a raw Go
+// Package bench holds the side-by-side measurements of the performance goals: narad against a raw Go
 // loop doing the same work the plainest way, in the same run, on the same dev broker.
 //
 //	go test ./bench -run '^$' -bench Produce -benchtime 4x
@@ -49,7 +49,7 @@ func newInput() *input {
 // BenchmarkProduce is `narad produce t --lines -j 8` of 100,000 lines against the
 // baseline, a raw loop of single POSTs at the same concurrency, taking turns (which
 // goes first alternates) so that both meet the same load on a shared machine. It
-// reports each one's msgs/s over all iterations and their ratio (issue 11 asks >= 5).
+// reports each one's msgs/s over all iterations and their ratio (the goal is >= 5).
 func BenchmarkProduce(b *testing.B) {
 	in := newInput()
 	var raw, narad time.Duration

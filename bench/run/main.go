@@ -1,4 +1,4 @@
-// Command bench measures narad against a baseline for each goal of issue 11, in one
+// Command bench measures narad against a baseline for each performance goal, in one
 // run on one machine, and prints the results as the README's Performance table.
 //
 //	go run ./bench/run                       # every goal

@@ -49,7 +49,7 @@ func lines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// Issue 7 defect 10: a consume answered with a plain-text 502 used to retry for two
+// A consume answered with a plain-text 502 used to retry for two
 // minutes without a word. One line now says what is going on, once, then the end.
 func TestRetryNoticeForAPlain502(t *testing.T) {
 	u := faultNode(t, "502")

@@ -477,7 +477,7 @@ func startInterruptible(t *testing.T, b *devbroker.Broker, url string) (f *Facto
 	return f, errBuf, ch
 }
 
-// Issue 7 defect 7: `seq 100000 | narad produce t --lines -j 8`, SIGINT after 0.5 s,
+// `seq 100000 | narad produce t --lines -j 8`, SIGINT after 0.5 s,
 // said fewer produced than the node held: the requests out were cancelled, though the
 // node had stored their messages. The first signal now stops the reading and lets them
 // finish, so the summary is what the node holds, and the resume line continues right

@@ -93,7 +93,7 @@ func TestConsumeWokenByNack(t *testing.T) {
 	}
 }
 
-// Point 3 and 4: woken by a lease expiry, never before the lease ends.
+// Woken by a lease expiry, never before the lease ends.
 func TestConsumeWokenByExpiry(t *testing.T) {
 	t.Parallel()
 	h := startTopic(t, TopicSpec{VisibilityTimeout: 500 * time.Millisecond})

@@ -14,5 +14,4 @@
 //	NARAD_SOAK=1         the long variant, its table on stdout
 //	NARAD_SOAK_BIN=PATH  run this narad binary instead of building ./cmd/narad
 //	NARAD_SOAK_SEED=N    the seed of every random choice (printed by each suite)
-//	NARAD_SOAK_STRICT=1  fail, not skip, the checks of defects whose fix is pending
 package soak

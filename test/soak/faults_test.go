@@ -9,7 +9,7 @@ import (
 	"github.com/narad/narad/internal/devbroker"
 )
 
-// brokerFaults are issue 8's faults: a fifth of acks and a tenth of consumes answered
+// brokerFaults are the faults of the soak: a fifth of acks and a tenth of consumes answered
 // 503, one request in fifty reset, 2 ms on every request.
 var brokerFaults = []string{"ack=503:0.2", "consume=503:0.1", "reset=0.02", "latency=2ms"}
 
@@ -74,7 +74,6 @@ func TestFaults(t *testing.T) {
 
 func runFaultCase(t *testing.T, r *row, b *devbroker.Broker, server string, fp *flakyProxy, c faultCase, tag string) {
 	v := newVerdict(t)
-	defer v.finish()
 	lease := time.Duration(0)
 	if c.proxy {
 		lease = proxyLease
@@ -106,7 +105,6 @@ func runFaultCase(t *testing.T, r *row, b *devbroker.Broker, server string, fp *
 	if c.proxy {
 		maxPasses = 12
 	}
-	drainEarly := false
 	for passes < maxPasses {
 		passes++
 		lapsedBefore := stats(t, b, tag).Lapsed()
@@ -118,8 +116,8 @@ func runFaultCase(t *testing.T, r *row, b *devbroker.Broker, server string, fp *
 		// Behind the proxy an ack whose answer was cut is sent again and answered 410
 		// (it had landed): narad cannot tell that from a lapsed lease and exits 4.
 		exitOK := o.code == 0 || (c.proxy && o.code == 4 && s.AckGone > 0)
-		v.check("", exitOK && !o.hung, "pass %d: exit %s after %v, want 0; stderr: %s", passes, o.exitName(), o.elapsed, tail(stderr))
-		v.check("", ok || o.hung, "pass %d: no --stats=json line on stderr: %s", passes, tail(stderr))
+		v.check(exitOK && !o.hung, "pass %d: exit %s after %v, want 0; stderr: %s", passes, o.exitName(), o.elapsed, tail(stderr))
+		v.check(ok || o.hung, "pass %d: no --stats=json line on stderr: %s", passes, tail(stderr))
 		totals.add(s)
 		if o.hung || !exitOK {
 			break
@@ -137,11 +135,9 @@ func runFaultCase(t *testing.T, r *row, b *devbroker.Broker, server string, fp *
 		if blocked > 0 {
 			r.count("passes ended at a full acked-ahead window", 1)
 		}
-		if !v.check("drain", ready <= lapsed,
+		v.check(ready <= lapsed,
 			"pass %d: --drain exited with %d messages ready (and %d behind flow control), only %d of them back from a lapsed lease meanwhile",
-			passes, ready, blocked, lapsed) {
-			drainEarly = true
-		}
+			passes, ready, blocked, lapsed)
 		if st.Available() == 0 && st.InFlight() == 0 {
 			break
 		}
@@ -175,24 +171,19 @@ func runFaultCase(t *testing.T, r *row, b *devbroker.Broker, server string, fp *
 		// a lease narad held (not one hidden by a cut answer: narad never saw those).
 		landed := fp.handlesLanded("ack")
 		heldLapsed := max(st.Lapsed()-hidden, 0)
-		v.check("", totals.AckGone <= landed+heldLapsed,
+		v.check(totals.AckGone <= landed+heldLapsed,
 			"ack_gone %d, more than the %d acked handles whose answer the proxy cut after they landed and the %d leases narad held that ran out",
 			totals.AckGone, landed, heldLapsed)
 	}
 
-	// A --drain that ended early leaves messages for passes beyond the last.
-	key := ""
-	if drainEarly {
-		key = "drain"
-	}
-	v.check(key, lost == 0, "%d of %d messages never printed or handled: %s", lost, c.n, sample(missing))
-	v.check(key, st.Available() == 0 && st.InFlight() == 0 && st.Acked() == c.n,
+	v.check(lost == 0, "%d of %d messages never printed or handled: %s", lost, c.n, sample(missing))
+	v.check(st.Available() == 0 && st.InFlight() == 0 && st.Acked() == c.n,
 		"not all settled: broker has %d available, %d in flight, %d of %d acked", st.Available(), st.InFlight(), st.Acked(), c.n)
 	// A message is printed twice only if it was delivered twice, which only a lease
 	// that ran out or a nack makes the node do.
-	v.check("", r.dup <= st.Lapsed()+totals.Nacked,
+	v.check(r.dup <= st.Lapsed()+totals.Nacked,
 		"%d duplicates, more than the %d lapsed leases and %d nacks that can cause one", r.dup, st.Lapsed(), totals.Nacked)
-	v.check("", totals.Bugs == 0, "narad counted %d second settlements", totals.Bugs)
+	v.check(totals.Bugs == 0, "narad counted %d second settlements", totals.Bugs)
 }
 
 // readiness splits a topic's available messages into those a consume can get now and

@@ -37,23 +37,8 @@ func TestPipes(t *testing.T) {
 	b := startBroker(t, false)
 	reps := scale(1, 10)
 	n := 0
-	// In the fast variant a pending defect seen once skips the cases after it: each
-	// would wait out its bound the same way.
-	pendingSeen := ""
 	runCase := func(name string, fn func(v *verdict)) {
-		t.Run(name, func(t *testing.T) {
-			if pendingSeen != "" && !long() {
-				t.Skip(pendingSeen + " (seen in an earlier case)")
-			}
-			v := newVerdict(t)
-			defer v.finish()
-			defer func() {
-				for reason := range v.pending {
-					pendingSeen = reason
-				}
-			}()
-			fn(v)
-		})
+		t.Run(name, func(t *testing.T) { fn(newVerdict(t)) })
 	}
 	for _, size := range []int{10, 16 << 10} {
 		for _, k := range []int{1, 2} {
@@ -64,7 +49,7 @@ func TestPipes(t *testing.T) {
 					for range reps {
 						n++
 						headRun(v.t, v, r, b, fmt.Sprintf("p%d", n), k, maxN, size)
-						if v.t.Failed() || (len(v.pending) > 0 && !long()) {
+						if v.t.Failed() {
 							return
 						}
 					}
@@ -89,7 +74,7 @@ func TestPipes(t *testing.T) {
 			for range c.reps {
 				n++
 				slowRun(v.t, v, r, b, fmt.Sprintf("q%d", n), c.maxN, c.size, c.lines)
-				if v.t.Failed() || (len(v.pending) > 0 && !long()) {
+				if v.t.Failed() {
 					return
 				}
 			}
@@ -151,12 +136,12 @@ func headRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	r.messages += total
 	r.exit(o)
 	what := fmt.Sprintf("head -n %d, --max %d, %s", k, maxN, sizeName(size))
-	v.check("", !headHung, "%s: head never ended", what)
-	v.check("pipe", !o.hung, "%s: narad still running %v after head exited", what, pipeLimit)
-	v.check("", o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
+	v.check(!headHung, "%s: head never ended", what)
+	v.check(!o.hung, "%s: narad still running %v after head exited", what, pipeLimit)
+	v.check(o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
 	st := stats(t, b, tag)
 	r.count("left held at exit", st.InFlight())
-	v.check("stranded", st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
+	v.check(st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
 	waitFor(3*headLease, func() bool { return stats(t, b, tag).InFlight() == 0 })
 	st = stats(t, b, tag)
 
@@ -172,13 +157,13 @@ func headRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	r.count("shown by head", len(shown))
 	r.count("acked", acked)
 	r.count("lapsed", st.Lapsed())
-	v.check("", len(shown) == k, "%s: head printed %d lines, want %d", what, len(shown), k)
-	v.check("", len(unacked) == 0, "%s: %d lines head printed were not acked: %s", what, len(unacked), sample(unacked))
-	v.check("", acked == st.Acked(), "%s: %d messages neither acked nor available", what, acked-st.Acked())
+	v.check(len(shown) == k, "%s: head printed %d lines, want %d", what, len(shown), k)
+	v.check(len(unacked) == 0, "%s: %d lines head printed were not acked: %s", what, len(unacked), sample(unacked))
+	v.check(acked == st.Acked(), "%s: %d messages neither acked nor available", what, acked-st.Acked())
 	// head reads up to 8 KiB at a time: it can have taken whole lines that far past the
 	// last it printed, never more. Anything acked beyond sat unread in the pipe.
 	readAhead := headReadSize/(size+1) + 1
-	v.check("pipe", acked <= k+readAhead, "%s: acked %d; head printed %d and can have read %d more lines at most",
+	v.check(acked <= k+readAhead, "%s: acked %d; head printed %d and can have read %d more lines at most",
 		what, acked, k, readAhead)
 }
 
@@ -196,24 +181,24 @@ func slowRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	r.messages += total
 	r.exit(o)
 	what := fmt.Sprintf("while read %d lines, --max %d, %s", lines, maxN, sizeName(size))
-	v.check("", !readerHung, "%s: the reader never ended", what)
-	v.check("pipe", !o.hung, "%s: narad still running %v after the reader exited", what, pipeLimit)
-	v.check("", o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
+	v.check(!readerHung, "%s: the reader never ended", what)
+	v.check(!o.hung, "%s: narad still running %v after the reader exited", what, pipeLimit)
+	v.check(o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
 	st := stats(t, b, tag)
 	r.count("left held at exit", st.InFlight())
-	v.check("stranded", st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
+	v.check(st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
 	r.count("lapsed", st.Lapsed())
-	v.check("pipe", st.Lapsed() == 0, "%s: %d leases ran out while the reader was slow", what, st.Lapsed())
+	v.check(st.Lapsed() == 0, "%s: %d leases ran out while the reader was slow", what, st.Lapsed())
 	if s, ok := parseStats(stderr); ok {
 		r.count("ack_gone", s.AckGone)
-		v.check("pipe", s.AckGone == 0 && s.LeaseLost == 0, "%s: narad saw %d acks gone, %d leases lost", what, s.AckGone, s.LeaseLost)
+		v.check(s.AckGone == 0 && s.LeaseLost == 0, "%s: narad saw %d acks gone, %d leases lost", what, s.AckGone, s.LeaseLost)
 	}
 	waitFor(3*slowLease, func() bool { return stats(t, b, tag).InFlight() == 0 })
 
 	taken := idsIn(took)
 	seen := counted(taken)
 	r.dup += duplicates(seen)
-	v.check("", duplicates(seen) == 0, "%s: the reader got %d lines twice", what, duplicates(seen))
+	v.check(duplicates(seen) == 0, "%s: the reader got %d lines twice", what, duplicates(seen))
 	st = stats(t, b, tag)
 	rest := setOf(takeRest(t, b, tag))
 	unacked := map[string]bool{}
@@ -225,8 +210,8 @@ func slowRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	acked := total - len(rest)
 	r.count("taken by the reader", len(taken))
 	r.count("acked", acked)
-	v.check("", len(taken) == lines, "%s: the reader took %d lines, want %d", what, len(taken), lines)
-	v.check("", len(unacked) == 0, "%s: %d lines the reader took were not acked: %s", what, len(unacked), sample(unacked))
-	v.check("pipe", acked == len(taken), "%s: acked %d, the reader took %d", what, acked, len(taken))
-	v.check("", acked == st.Acked(), "%s: %d messages neither acked nor available", what, acked-st.Acked())
+	v.check(len(taken) == lines, "%s: the reader took %d lines, want %d", what, len(taken), lines)
+	v.check(len(unacked) == 0, "%s: %d lines the reader took were not acked: %s", what, len(unacked), sample(unacked))
+	v.check(acked == len(taken), "%s: acked %d, the reader took %d", what, acked, len(taken))
+	v.check(acked == st.Acked(), "%s: %d messages neither acked nor available", what, acked-st.Acked())
 }

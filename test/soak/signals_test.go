@@ -65,13 +65,11 @@ func TestSignals(t *testing.T) {
 		r := rp.add(c.name)
 		t.Run(c.name, func(t *testing.T) {
 			v := newVerdict(t)
-			defer v.finish()
 			for i := range runs {
 				c.fn(t, v, r, fmt.Sprintf("s%dr%d", ci, i))
 				r.runs++
-				// The first failing run says enough; its figures are in the table. The long
-				// variant goes on past a pending defect's failures, to count them.
-				if t.Failed() || (len(v.pending) > 0 && !long()) {
+				// The first failing run says enough; its figures are in the table.
+				if t.Failed() {
 					return
 				}
 			}
@@ -169,17 +167,12 @@ func awaitRequest(b *devbroker.Broker, op string, before int) bool {
 func afterExit(t *testing.T, v *verdict, r *row, b *devbroker.Broker, topic, what string) {
 	st := stats(t, b, topic)
 	r.count("left held at exit", st.InFlight())
-	if !v.check("stranded", st.InFlight() == 0, "%s: %d messages still held right after narad exited", what, st.InFlight()) {
+	if !v.check(st.InFlight() == 0, "%s: %d messages still held right after narad exited", what, st.InFlight()) {
 		waitFor(3*signalLease, func() bool { return stats(t, b, topic).InFlight() == 0 })
 	}
 }
 
 func (s *signalSuite) checkExit(v *verdict, r *row, o outcome, want []int, what string, stderr []byte) {
-	s.checkExitFor("", v, r, o, want, what, stderr)
-}
-
-// checkExitFor is checkExit filed under a pending defect's key.
-func (s *signalSuite) checkExitFor(key string, v *verdict, r *row, o outcome, want []int, what string, stderr []byte) {
 	r.exit(o)
 	ok := !o.hung && o.signal == ""
 	if ok {
@@ -188,7 +181,7 @@ func (s *signalSuite) checkExitFor(key string, v *verdict, r *row, o outcome, wa
 			ok = ok || o.code == w
 		}
 	}
-	v.check(key, ok, "%s: exit %s, want one of %v; stderr: %s", what, o.exitName(), want, tail(stderr))
+	v.check(ok, "%s: exit %s, want one of %v; stderr: %s", what, o.exitName(), want, tail(stderr))
 }
 
 // sub: a backlog and a trickle, narad sub to a file, one or two signals at a random
@@ -243,7 +236,7 @@ func (s *signalSuite) settledExactly(t *testing.T, v *verdict, r *row, topic str
 	if d > 0 {
 		r.why = "printed twice in one run"
 	}
-	v.check("", d == 0, "%s: %d messages printed or done twice", what, d)
+	v.check(d == 0, "%s: %d messages printed or done twice", what, d)
 	st := stats(t, s.b, topic)
 	rest := setOf(takeRest(t, s.b, topic))
 	unacked, lost := map[string]bool{}, map[string]bool{}
@@ -256,9 +249,9 @@ func (s *signalSuite) settledExactly(t *testing.T, v *verdict, r *row, topic str
 		}
 	}
 	r.lost += len(lost)
-	v.check("", len(unacked) == 0, "%s: %d printed or done but not acked (available again): %s", what, len(unacked), sample(unacked))
-	v.check("", len(lost) == 0, "%s: %d acked but never printed or done: %s", what, len(lost), sample(lost))
-	v.check("", st.Acked() == len(seen), "%s: the node acked %d, narad printed or did %d", what, st.Acked(), len(seen))
+	v.check(len(unacked) == 0, "%s: %d printed or done but not acked (available again): %s", what, len(unacked), sample(unacked))
+	v.check(len(lost) == 0, "%s: %d acked but never printed or done: %s", what, len(lost), sample(lost))
+	v.check(st.Acked() == len(seen), "%s: the node acked %d, narad printed or did %d", what, st.Acked(), len(seen))
 }
 
 // secondPress sends the second SIGINT as a person would, 100-250 ms after the first (two
@@ -323,7 +316,7 @@ func (s *signalSuite) subHead(t *testing.T, v *verdict, r *row, tag string) {
 	case <-headDone:
 	case <-time.After(signalLimit):
 		head.Process.Kill()
-		v.check("", false, "head -n %d never ended", k)
+		v.check(false, "head -n %d never ended", k)
 		<-headDone
 	}
 	ids = append(ids, tr.stop()...)
@@ -348,13 +341,13 @@ func (s *signalSuite) subHead(t *testing.T, v *verdict, r *row, tag string) {
 			unacked[id] = true
 		}
 	}
-	v.check("", len(unacked) == 0, "%s: %d lines head printed were not acked: %s", what, len(unacked), sample(unacked))
+	v.check(len(unacked) == 0, "%s: %d lines head printed were not acked: %s", what, len(unacked), sample(unacked))
 	acked := len(ids) - len(rest)
-	v.check("", acked == st.Acked(), "%s: %d messages neither acked nor available (node acked %d)", what, acked-st.Acked(), st.Acked())
+	v.check(acked == st.Acked(), "%s: %d messages neither acked nor available (node acked %d)", what, acked-st.Acked(), st.Acked())
 	// head reads at most 8 KiB past the line it stops at: anything acked beyond that sat
 	// unread in the pipe when head exited.
 	readAhead := 8192/(headLine+1) + 2
-	v.check("pipe", acked <= len(shown)+readAhead,
+	v.check(acked <= len(shown)+readAhead,
 		"%s: acked %d, head printed %d and can have read at most %d more: the rest sat unread in the pipe",
 		what, acked, len(shown), readAhead)
 	r.count("shown by head", len(shown))
@@ -435,7 +428,7 @@ func (s *signalSuite) execTree(t *testing.T, v *verdict, r *row, tag string, sig
 	for _, pid := range alive {
 		syscall.Kill(pid, syscall.SIGKILL) // leave nothing behind, whatever the verdict
 	}
-	v.check("", len(alive) == 0, "%s: %d of %d processes the commands started outlived narad: %v", what, len(alive), len(started), alive)
+	v.check(len(alive) == 0, "%s: %d of %d processes the commands started outlived narad: %v", what, len(alive), len(started), alive)
 	r.count("processes checked", len(started))
 	s.settledExactly(t, v, r, tag, ids, nil, what)
 }
@@ -493,7 +486,7 @@ func (s *signalSuite) produceLines(t *testing.T, v *verdict, r *row, tag string,
 	stored := st.Messages()
 	r.messages += stored
 	m := producedPattern.FindSubmatch(stderr.Bytes())
-	if !v.check("", m != nil, "%s: no summary on stderr: %s", what, tail(stderr.Bytes())) {
+	if !v.check(m != nil, "%s: no summary on stderr: %s", what, tail(stderr.Bytes())) {
 		return
 	}
 	summary, _ := strconv.Atoi(string(m[1]))
@@ -502,12 +495,12 @@ func (s *signalSuite) produceLines(t *testing.T, v *verdict, r *row, tag string,
 		unknown, _ = strconv.Atoi(string(u[1]))
 	}
 	r.count("unknown", unknown)
-	v.check("", summary <= stored && stored <= summary+unknown,
+	v.check(summary <= stored && stored <= summary+unknown,
 		"%s: summary says %d produced (%d unknown), the node stored %d", what, summary, unknown, stored)
 	r.count("summary short of stored", stored-summary)
 	got := counted(takeRest(t, b, tag))
 	r.dup += duplicates(got)
-	v.check("", duplicates(got) == 0, "%s: %d lines stored twice", what, duplicates(got))
+	v.check(duplicates(got) == 0, "%s: %d lines stored twice", what, duplicates(got))
 	if rm := resumePattern.FindSubmatch(stderr.Bytes()); rm != nil {
 		resume, _ := strconv.Atoi(string(rm[1]))
 		wrong := map[string]bool{}
@@ -546,8 +539,8 @@ func (s *signalSuite) produceLines(t *testing.T, v *verdict, r *row, tag string,
 			}
 		}
 		r.count("stored past the resume point", past)
-		v.check("", past <= allowed, "%s: %d lines stored past line %d, the summary accounts for %d", what, past, resume, allowed)
-		v.check("", len(wrong) == 0, "%s: resuming at line %d would not give each line once: %s", what, resume, sample(wrong))
+		v.check(past <= allowed, "%s: %d lines stored past line %d, the summary accounts for %d", what, past, resume, allowed)
+		v.check(len(wrong) == 0, "%s: resuming at line %d would not give each line once: %s", what, resume, sample(wrong))
 	}
 }
 
@@ -594,11 +587,11 @@ func (s *signalSuite) ackRefused(t *testing.T, v *verdict, r *row, tag string) {
 	o := <-p.done
 	r.messages += len(ids)
 	what := fmt.Sprintf("SIGINT twice after %v", o.elapsed)
-	s.checkExitFor("abandon", v, r, o, []int{130}, what, stderr.Bytes())
+	s.checkExit(v, r, o, []int{130}, what, stderr.Bytes())
 	if !o.hung {
 		d := p.start.Add(o.elapsed).Sub(last)
 		s.noteSlowest(r, d)
-		v.check("abandon", d < 5*time.Second, "%s: exit %v after the second SIGINT", what, d.Round(time.Millisecond))
+		v.check(d < 5*time.Second, "%s: exit %v after the second SIGINT", what, d.Round(time.Millisecond))
 	}
 	unnamed := map[string]bool{}
 	for _, m := range handleInJSON.FindAllSubmatch(stdout.Bytes(), -1) {
@@ -606,7 +599,7 @@ func (s *signalSuite) ackRefused(t *testing.T, v *verdict, r *row, tag string) {
 			unnamed[string(m[1])] = true
 		}
 	}
-	v.check("abandon", len(unnamed) == 0, "%s: %d printed messages whose ack never got through are not named on stderr: %s",
+	v.check(len(unnamed) == 0, "%s: %d printed messages whose ack never got through are not named on stderr: %s",
 		what, len(unnamed), sample(unnamed))
 }
 
