@@ -178,7 +178,7 @@ func TestHoldModeInATerminal(t *testing.T) {
 		}
 	}
 	at := func(off int) string { return "orders  p" + strconv.Itoa(part) + " @" + strconv.Itoa(off) + "  key=k" }
-	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--dead-letter", "dlq")
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--dead-letter", "dlq", "--stats=json")
 
 	// The first message, JSON indented, and the lease counting down.
 	s.waitScreen(`"what": "first"`)
@@ -191,12 +191,14 @@ func TestHoldModeInATerminal(t *testing.T) {
 		t.Fatalf("after a lease and more on screen: in flight %d available %d", st.InFlight(), st.Available())
 	}
 
-	// a: acked (the lease was kept: no 410), and the next one is shown, wrapped text.
+	// a: acked (the lease was kept: no 410), the node's two 503s retried behind the
+	// screen, and the next one is shown, wrapped text.
+	b.FailNext("ack", 2, 503)
 	s.press("a")
 	s.waitScreen(at(1))
 	s.waitScreen("second, as text")
-	if st := stats(t, b, "orders"); st.Acked() != 1 {
-		t.Fatalf("after a: acked %d", st.Acked())
+	if st := stats(t, b, "orders"); st.Acked() != 1 || b.Requests("ack") != 3 {
+		t.Fatalf("after a: acked %d in %d ack requests", st.Acked(), b.Requests("ack"))
 	}
 
 	// A resize reflows the screen.
@@ -225,6 +227,10 @@ func TestHoldModeInATerminal(t *testing.T) {
 	}
 	if after := s.scr.afterScreen(); !strings.Contains(after, "acked 1, nacked 0, dead-lettered 1, given back 1\r\n") {
 		t.Errorf("no summary after the screen closed: %q", after)
+	}
+	// The run's own counters: every message settled once, none twice.
+	if after := s.scr.afterScreen(); !strings.Contains(after, `"received":3,"acked":2,"nacked":1,`) || !strings.Contains(after, `"bugs":0,`) {
+		t.Errorf("counters: %q", after)
 	}
 }
 
