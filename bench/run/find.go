@@ -44,7 +44,7 @@ func (b *bench) find() []row {
 	} {
 		b.logf("  %s %s", c.args[0], c.args[1])
 		base, narad := b.alternate(replay("-o", "json"), replay(c.args...))
-		rows = append(rows, speedRow("17 find", fmt.Sprintf("narad replay t %s '%s' > /dev/null (%d JSON messages)", c.args[0], c.args[1], b.findN),
+		rows = append(rows, speedRow("find", fmt.Sprintf("narad replay t %s '%s' > /dev/null (%d JSON messages)", c.args[0], c.args[1], b.findN),
 			"the same replay, -o json", base, narad, c.target))
 	}
 	return rows
