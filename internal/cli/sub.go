@@ -512,9 +512,22 @@ func announceExec(f *Factory, c *client.Client, opts *SubOptions) {
 	if opts.Concurrency > 1 {
 		at = fmt.Sprintf("%d at a time", opts.Concurrency)
 	}
-	notice(f, fmt.Sprintf("running %s for each message of %s on %s, %s (-j)",
-		render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), render.Escape(c.BaseURL()), at))
-	notice(f, fmt.Sprintf("  Ctrl-C: take nothing more, let running commands finish (up to %s)", opts.ShutdownGrace))
+	notice(f, fmt.Sprintf("running %s for each message of %s (-j %d: %s)",
+		render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), opts.Concurrency, at))
+	notice(f, fmt.Sprintf("  on %s; Ctrl-C lets running commands finish (up to %s)",
+		render.Escape(c.BaseURL()), roundDuration(opts.ShutdownGrace)))
+}
+
+// roundDuration is d as a person writes it: 30s, 1m, 1h30m (not 1m0s).
+func roundDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // announceStop says at the first signal what exec mode still waits for; the func it

@@ -204,8 +204,8 @@ func TestDevBannerFits(t *testing.T) {
 func TestExecOnATerminalSaysWhatItRuns(t *testing.T) {
 	b := subBroker(t, "a")
 	r := runTTY(t, false, true, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-j", "4", "--", "true")
-	want := "running true for each message of t on " + b.URL() + ", 4 at a time (-j)\n" +
-		"  Ctrl-C: take nothing more, let running commands finish (up to 30s)\n"
+	want := "running true for each message of t (-j 4: 4 at a time)\n" +
+		"  on " + b.URL() + "; Ctrl-C lets running commands finish (up to 30s)\n"
 	if r.code != 0 || !strings.HasPrefix(r.stderr, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant it to start with:\n%s", r.code, r.stderr, want)
 	}
@@ -215,5 +215,13 @@ func TestExecOnATerminalSaysWhatItRuns(t *testing.T) {
 	r = runTTY(t, false, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--", "true")
 	if r.code != 0 || strings.Contains(r.stderr, "running") {
 		t.Errorf("off a terminal: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestRoundDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{30 * time.Second: "30s", time.Minute: "1m", 90 * time.Minute: "1h30m", time.Hour: "1h", 1500 * time.Millisecond: "1.5s"} {
+		if got := roundDuration(d); got != want {
+			t.Errorf("roundDuration(%v) = %q, want %q", d, got, want)
+		}
 	}
 }
