@@ -546,6 +546,35 @@ func surplusNotice(f *Factory) func(asked, got int) {
 	}
 }
 
+// undecodableNotice reports a message the run could not decode, and what became of it:
+// "narad: message p1 @8: payload is not valid base64: ...; given back; the others go on".
+func undecodableNotice(f *Factory) func(m *client.Message, why error, fate string) {
+	return func(m *client.Message, why error, fate string) {
+		fmt.Fprintf(f.IO.ErrOut, "narad: message p%d @%d cannot be decoded (%s): %s\n", m.Partition, m.Offset,
+			render.Escape(render.Cut(why.Error(), 300)), fate)
+	}
+}
+
+// deadLetterAsSent produces what the node sent of m with its key to topic, as no
+// decoding of it is possible: a string payload's text (the bad base64 itself), any
+// other payload as the JSON it is. Those are the bytes a person can look at.
+func deadLetterAsSent(ctx context.Context, c *client.Client, topic string, m *client.Message) error {
+	var po client.ProduceOptions
+	if key, ok, err := m.KeyBytes(); ok {
+		k := string(key)
+		if err != nil {
+			k = *m.Key
+		}
+		po.Key = &k
+	}
+	body := bytes.TrimSpace(m.Payload)
+	var text string
+	if len(body) > 0 && body[0] == '"' && json.Unmarshal(body, &text) == nil && text != "" {
+		body = []byte(text) // a string's text: the bad base64 itself, not its quotes
+	}
+	return c.Produce(ctx, topic, body, po)
+}
+
 // shellWord is s as one shell word: as is when it holds nothing a shell treats
 // specially, else in single quotes.
 func shellWord(s string) string {

@@ -355,6 +355,12 @@ func subRun(f *Factory, opts *SubOptions) error {
 	}
 	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
 	co.OnSurplus = surplusNotice(f)
+	co.OnUndecodable = undecodableNotice(f)
+	if opts.Command != nil && opts.DeadLetter != "" {
+		co.DeadLetterUndecodable = func(ctx context.Context, m *client.Message) error {
+			return deadLetterAsSent(ctx, c, opts.DeadLetter, m)
+		}
+	}
 	// Settlements still retrying when the grace after a signal ends (for running
 	// commands, or lines in a pipe) are given up then, as at a second signal, and
 	// listed for pasting.

@@ -296,3 +296,29 @@ func LoneSurrogate(q []byte) string {
 	}
 	return ""
 }
+
+// Check reports why m cannot be decoded (no payload, an unknown encoding, bad base64
+// in its payload or key), or nil when PayloadBytes and KeyBytes will succeed. It
+// decodes into scratch, returned for reuse, so a caller that checks every message
+// allocates nothing; a JSON payload or a plain string is not copied at all.
+func (m *Message) Check(scratch []byte) ([]byte, error) {
+	kind, v, err := m.classify()
+	if err != nil {
+		return scratch, err
+	}
+	switch kind {
+	case PayloadText:
+		if _, ok := plainJSONString(v); !ok {
+			scratch, err = appendJSONText(scratch[:0], v)
+		}
+	case PayloadBinary:
+		scratch, err = appendBase64String(scratch[:0], v)
+	}
+	if err != nil {
+		return scratch, err
+	}
+	if m.Key != nil && m.KeyEncoding != "" {
+		scratch, _, err = m.AppendKey(scratch[:0])
+	}
+	return scratch, err
+}

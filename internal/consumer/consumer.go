@@ -155,6 +155,13 @@ type Options struct {
 	// OnSurplus is called (from a sender) when a consume that asked for asked messages
 	// got more; those over were given back at once. It may be nil.
 	OnSurplus func(asked, got int)
+	// OnUndecodable is called (from a sender) for each message that cannot be decoded
+	// (see setAsideUndecodable), with why and what became of it. It may be nil.
+	OnUndecodable func(m *client.Message, why error, fate string)
+	// DeadLetterUndecodable, when set, is tried on a message that cannot be decoded
+	// before it is given back: it copies what the node sent to a dead-letter topic,
+	// and on success the message is acked (exec mode's --dead-letter).
+	DeadLetterUndecodable func(ctx context.Context, m *client.Message) error
 	// Lease, when set, makes the run keep the lease of every message it holds until it
 	// is settled (see keeper): a message taken ahead, waiting behind a write that
 	// blocks, or written to a pipe and not read yet is extended once it has been held a
@@ -491,6 +498,7 @@ type taker struct {
 	o          Options
 	answerLost bool
 	lost       error // the connection error while the node is gone
+	undecodable
 
 	orders  chan *call    // consumes to send, taken by the senders
 	results chan *call    // consumes that came back
@@ -781,10 +789,14 @@ func (t *taker) sender() {
 	ctx, cancel := context.WithCancel(t.ctx)
 	defer cancel()
 	defer context.AfterFunc(t.take, func() { time.AfterFunc(t.wait+t.o.AnswerGrace, cancel) })()
+	var scratch []byte // for checking that messages decode; see setAsideUndecodable
 	for c := range t.orders {
 		c.res, c.err = t.consume(ctx, c.n)
 		if c.err == nil && c.res != nil && len(c.res.Messages) > 0 {
 			c.res.Messages = t.giveBackSurplus(c.res.Messages, c.n)
+			c.res.Messages, scratch = t.setAsideUndecodable(ctx, c.res.Messages, scratch)
+		}
+		if c.err == nil && c.res != nil && len(c.res.Messages) > 0 {
 			c.ds = t.s.wrap(c.res.Messages)
 		}
 		t.results <- c

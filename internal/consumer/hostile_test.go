@@ -2,7 +2,12 @@ package consumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -106,5 +111,109 @@ func TestSurplusIsGivenBackAtOnce(t *testing.T) {
 				t.Errorf("surplus noted %v", notes)
 			}
 		})
+	}
+}
+
+// One message that cannot be decoded does not stop the run or give its batch back:
+// it is reported with its place and why and given back (or dead-lettered), the rest
+// are handled, and the run counts it failed. Seen again, it is left to its lease
+// rather than taken and given back in a loop.
+func TestUndecodableMessageIsSetAside(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		deadLetter bool
+		wantDL     int
+	}{
+		{"given back", false, 0},
+		{"dead-lettered where it has a payload", true, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := consumertest.New()
+			good := src.Add("t", 2)
+			src.Push(
+				client.Message{Topic: "t", Partition: 1, Offset: 8, Payload: json.RawMessage(`"!!!"`), PayloadEncoding: "base64", ReceiptHandle: "bad-b64"},
+				client.Message{Topic: "t", Partition: 2, Offset: 9, ReceiptHandle: "no-payload"},
+			)
+			more := src.Add("t", 2)
+			var handled []string
+			h := &funcHandler{handle: func(_ context.Context, ds []consumer.Delivery) error {
+				for _, d := range ds {
+					if _, err := d.Message().PayloadBytes(); err != nil {
+						t.Errorf("handed an undecodable message: %v", err)
+					}
+					handled = append(handled, d.Message().ReceiptHandle)
+				}
+				return consumer.AckAll(ds)
+			}}
+			type note struct {
+				place string
+				why   string
+				fate  string
+			}
+			var notes []note
+			var mu sync.Mutex
+			o := consumer.Options{Topic: "t", Drain: true, Max: 10,
+				OnUndecodable: func(m *client.Message, why error, fate string) {
+					mu.Lock()
+					defer mu.Unlock()
+					notes = append(notes, note{fmt.Sprintf("p%d @%d", m.Partition, m.Offset), why.Error(), fate})
+				}}
+			var dl []string
+			if c.deadLetter {
+				o.DeadLetterUndecodable = func(_ context.Context, m *client.Message) error {
+					dl = append(dl, m.ReceiptHandle)
+					return nil
+				}
+			}
+			res, err := consumer.Run(context.Background(), src, h, o)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if want := append(handles(good), handles(more)...); !slices.Equal(sorted(handled), sorted(want)) {
+				t.Errorf("handled %v; want %v", handled, want)
+			}
+			if len(notes) != 2 || notes[0].place != "p1 @8" || !strings.Contains(notes[0].why, "base64") ||
+				notes[1].place != "p2 @9" || !strings.Contains(notes[1].why, "no payload") {
+				t.Errorf("reported %+v", notes)
+			}
+			if len(dl) != c.wantDL {
+				t.Errorf("dead-lettered %v; want %d", dl, c.wantDL)
+			}
+			if res.Stats.Failed != 2 || res.Outcome() != consumer.OutcomeFailed {
+				t.Errorf("stats %+v, outcome %v; want 2 failed", res.Stats, res.Outcome())
+			}
+			nacked := src.Handles(client.Nack)
+			if want := 2 - c.wantDL; len(nacked) != want {
+				t.Errorf("given back %v; want %d", nacked, want)
+			}
+		})
+	}
+}
+
+// A message given back comes back; seen again it is reported, left to its lease, and
+// the drain still ends: no taking and giving back in a loop.
+func TestUndecodableMessageSeenAgainIsLeftToItsLease(t *testing.T) {
+	src := consumertest.New()
+	bad := client.Message{Topic: "t", Partition: 1, Offset: 8, Payload: json.RawMessage(`"!!!"`), PayloadEncoding: "base64", ReceiptHandle: "bad"}
+	src.Push(bad)
+	src.Add("t", 1)
+	var backs atomic.Int64
+	src.Status = func(a client.Action, h string) int {
+		if a == client.Nack && h == "bad" && backs.Add(1) < 100 {
+			src.Push(bad) // the node hands it out again at once
+		}
+		return 204
+	}
+	var fates []string
+	res, err := consumer.Run(context.Background(), src, &funcHandler{}, consumer.Options{Topic: "t", Drain: true, Max: 10,
+		OnUndecodable: func(_ *client.Message, _ error, fate string) { fates = append(fates, fate) }})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if backs.Load() != 1 || len(fates) != 2 || !strings.Contains(fates[1], "left to its lease") {
+		t.Errorf("given back %d times, reported %q; want once, then left to its lease", backs.Load(), fates)
+	}
+	if res.Reason != consumer.StopDrained || res.Stats.Acked != 1 {
+		t.Errorf("result %+v", res)
 	}
 }
