@@ -22,7 +22,7 @@ func newClusterCmd(f *Factory) *cobra.Command {
 		Example: "  narad cluster members\n  narad cluster decommission node-3 --dry-run\n  narad cluster moves",
 		Args:    exactArgs(0, "a subcommand: members, moves or decommission"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("narad cluster needs a subcommand: members, moves or decommission (see narad cluster --help)")
+			return usageErrorf("cluster needs a subcommand: members, moves or decommission (see narad cluster --help)")
 		},
 	}
 	cmd.AddCommand(

@@ -29,7 +29,7 @@ func newContextCmd(f *Factory) *cobra.Command {
 			"  narad --context local topic ls",
 		Args: exactArgs(0, "a subcommand: add, use, ls, show or rm"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("narad context needs a subcommand: add, use, ls, show or rm (see narad context --help)")
+			return usageErrorf("context needs a subcommand: add, use, ls, show or rm (see narad context --help)")
 		},
 	}
 	cmd.AddCommand(
@@ -106,7 +106,7 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 			fl := cmd.Flags()
 			g := f.global
 			if !fl.Changed("server") || g.server == "" {
-				return usageErrorf("narad context add needs --server URL")
+				return usageErrorf("context add needs --server URL (see narad context add --help)")
 			}
 			server := config.NormalizeServer(g.server)
 			if err := config.ValidateServer(server); err != nil {

@@ -31,7 +31,7 @@ func newTopicCmd(f *Factory) *cobra.Command {
 			"  narad topic delete orders-old --yes",
 		Args: exactArgs(0, "a subcommand: "+topicSubcommands),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("narad topic needs a subcommand: %s (see narad topic --help)", topicSubcommands)
+			return usageErrorf("topic needs a subcommand: %s (see narad topic --help)", topicSubcommands)
 		},
 	}
 	cmd.AddCommand(

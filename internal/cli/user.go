@@ -33,7 +33,7 @@ func newUserCmd(f *Factory) *cobra.Command {
 			"  narad user grant billing --grant consume:orders*,refunds",
 		Args: exactArgs(0, "a subcommand: "+userSubcommands),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("narad user needs a subcommand: %s (see narad user --help)", userSubcommands)
+			return usageErrorf("user needs a subcommand: %s (see narad user --help)", userSubcommands)
 		},
 	}
 	cmd.AddCommand(

@@ -45,6 +45,8 @@ func TestErrorLinesSayItOnceAndRight(t *testing.T) {
 		// The line starts with narad: already.
 		{[]string{"sub"}, ExitUsage, "narad: sub takes a topic (see narad sub --help)"},
 		{[]string{"topic", "info"}, ExitUsage, "narad: topic info takes one topic (see narad topic info --help)"},
+		{[]string{"cluster"}, ExitUsage, "narad: cluster needs a subcommand: members, moves or decommission (see narad cluster --help)"},
+		{[]string{"context", "add", "x"}, ExitUsage, "narad: context add needs --server URL (see narad context add --help)"},
 		// The node said which grant is missing: no hint that says it again.
 		{[]string{"topic", "create", "x", "-s", s, "-u", "app", "-p", "pw"}, ExitFailed,
 			`narad: create topic: 403 user "app" lacks a create grant for topic "x"`},
