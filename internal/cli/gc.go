@@ -17,9 +17,8 @@ import (
 // The hook it returns, for the run's client, gives the collector twice its default
 // headroom (GOGC=200) when the node turns out to answer one message per consume
 // (older than v3.1): every message then costs two requests, some 13 KB of HTTP
-// machinery, and collections at half headroom took a third of the CPU, for a peak a
-// few MB lower; at the default they still took a tenth (a 20,000-message drain:
-// 2.13 s of CPU at GOGC=100, 1.92 s at 200, for a peak of 23 MB instead of 19).
+// machinery, and collections at half headroom, or even at the default, took a share of
+// the CPU worth more than the few MB of peak they save (docs/performance.md).
 func streamGC(getenv func(string) string) *streamTuning {
 	t := &streamTuning{}
 	if getenv("GOGC") == "" {
@@ -56,13 +55,12 @@ func (t *streamTuning) OnFallback(e client.FallbackEvent) {
 // own work is a few microseconds of CPU a message between network waits, spread over
 // a few goroutines that hand each message on (the consume, the write, the ack); with
 // more Ps every handoff woke another thread, and on a busy machine the runtime spent
-// more CPU waking and parking threads than on the messages (a drain: 35% less CPU on
-// one P, the scheduler's locks and searches gone from the profile). One core still
+// more CPU waking and parking threads than on the messages (docs/performance.md). One
+// core still
 // serves far more messages a second than a node hands out. Exec mode keeps every P:
 // its commands' fork, exec and wait are system calls that hold one. A node that
-// answers one message per consume gets every P back (through t): its twelve parallel
-// consumes cost some 80 µs of HTTP machinery a message, which one core cannot keep
-// up with.
+// answers one message per consume gets every P back (through t): the HTTP machinery of
+// its twelve parallel consumes is more than one core keeps up with.
 func (t *streamTuning) streamProcs(getenv func(string) string) {
 	if getenv("GOMAXPROCS") == "" {
 		t.procs.Store(int32(runtime.GOMAXPROCS(1)))

@@ -466,10 +466,9 @@ const batchAhead = 2
 // legacyParallel is how many consumes are kept on their way at once when the node
 // answers one message per consume (older than v3.1), and how many acks (see Printer's
 // oneByOne): each answer is one message, so round trips run side by side rather than
-// one after another, as that many loops of consume and ack would. Twelve drained a
-// backlog 4–8% faster than eight on a 2-core machine shared with the node (three
-// runs). --count bounds them (each asks for one), and the node's own in-flight cap
-// answers the rest empty.
+// one after another, as that many loops of consume and ack would (docs/performance.md
+// has the figures that chose twelve). --count bounds them (each asks for one), and the
+// node's own in-flight cap answers the rest empty.
 const legacyParallel = 12
 
 // aheadTaker is a Handler that can take the next batch while it handles one (the
