@@ -56,8 +56,8 @@ func (t *streamTuning) OnFallback(e client.FallbackEvent) {
 // a few goroutines that hand each message on (the consume, the write, the ack); with
 // more Ps every handoff woke another thread, and on a busy machine the runtime spent
 // more CPU waking and parking threads than on the messages (docs/performance.md). One
-// core still
-// serves far more messages a second than a node hands out. Exec mode keeps every P:
+// core still serves far more messages a second than a node hands out. Exec mode keeps
+// every P:
 // its commands' fork, exec and wait are system calls that hold one. A node that
 // answers one message per consume gets every P back (through t): the HTTP machinery of
 // its twelve parallel consumes is more than one core keeps up with.
