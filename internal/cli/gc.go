@@ -57,10 +57,9 @@ func (t *streamTuning) OnFallback(e client.FallbackEvent) {
 // more Ps every handoff woke another thread, and on a busy machine the runtime spent
 // more CPU waking and parking threads than on the messages (docs/performance.md). One
 // core still serves far more messages a second than a node hands out. Exec mode keeps
-// every P:
-// its commands' fork, exec and wait are system calls that hold one. A node that
-// answers one message per consume gets every P back (through t): the HTTP machinery of
-// its twelve parallel consumes is more than one core keeps up with.
+// every P: its commands' fork, exec and wait are system calls that hold one. A node
+// that answers one message per consume gets every P back (through t): the HTTP
+// machinery of its twelve parallel consumes is more than one core keeps up with.
 func (t *streamTuning) streamProcs(getenv func(string) string) {
 	if getenv("GOMAXPROCS") == "" {
 		t.procs.Store(int32(runtime.GOMAXPROCS(1)))
