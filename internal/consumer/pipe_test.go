@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/consumer/consumertest"
@@ -74,14 +76,15 @@ func TestPipeWaitsForTheReaderAtTheEnd(t *testing.T) {
 func TestPipeStopGivesBackWhatWaits(t *testing.T) {
 	src := consumertest.New()
 	src.Add("t", 3)
-	_, w := pipe(t)
+	r, w := pipe(t)
 	stop := make(chan struct{})
 	p := consumer.NewPrinter(w, lines{})
 	p.ShutdownGrace(300 * time.Millisecond)
 	done := runAsync(t, context.Background(), src, p, consumer.Options{Wait: time.Hour, Stop: stop})
 	waitFor(t, "all three taken", func() bool { return src.Len() == 0 })
+	waitFor(t, "a line in the pipe", func() bool { return unread(t, r) > 0 })
 	close(stop)
-	waitFor(t, "the two not in the pipe given back", func() bool { return len(src.Handles(client.Nack)) == 2 })
+	waitFor(t, "the two not in the pipe given back", func() bool { return len(src.Handles(client.Nack)) >= 2 })
 	res := await(t, done, "the run")
 	if got := src.Handles(client.Ack); len(got) != 0 {
 		t.Errorf("acked %v, want nothing: nothing was read", got)
@@ -106,6 +109,7 @@ func TestPipeStopWaitsForTheReader(t *testing.T) {
 	p := consumer.NewPrinter(w, lines{})
 	done := runAsync(t, context.Background(), src, p, consumer.Options{Wait: time.Hour, Stop: stop})
 	waitFor(t, "all five taken", func() bool { return src.Len() == 0 })
+	waitFor(t, "a line in the pipe", func() bool { return unread(t, r) > 0 })
 	close(stop)
 	waitFor(t, "the four not in the pipe given back", func() bool { return len(src.Handles(client.Nack)) == 4 })
 	got := readAll(t, r, done)
@@ -119,6 +123,20 @@ func TestPipeStopWaitsForTheReader(t *testing.T) {
 	if res.Stats.Acked != 1 || res.Stats.Nacked != 4 || res.Outcome() != consumer.OutcomeInterrupted {
 		t.Errorf("result %+v, outcome %v", res, res.Outcome())
 	}
+}
+
+// unread is how many bytes wait in the pipe r reads.
+func unread(t *testing.T, r *os.File) int {
+	t.Helper()
+	rc, err := r.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if cerr := rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); cerr != nil || err != nil {
+		t.Fatal(cerr, err)
+	}
+	return n
 }
 
 // readAll reads r with large reads until the run ends, as cat does.
