@@ -61,6 +61,7 @@ type SubOptions struct {
 	RetryDelayMax     time.Duration
 	MaxAttempts       int
 	DeadLetter        string
+	DeadLetterFormat  string // raw or envelope
 	MaxProcessingTime time.Duration
 	ShutdownGrace     time.Duration
 	Prefix            bool
@@ -193,6 +194,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.DurationVar(&opts.RetryDelayMax, "retry-delay-max", time.Minute, "exec mode: longest hold of a message that fails again (2s, 4s, ... up to D)")
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt; with -i: where d sends it")
+	fl.StringVar(&opts.DeadLetterFormat, "dead-letter-format", "raw", "with --dead-letter: raw (the payload as it was) or envelope (JSON: where it came from, attempts, exit_code, stderr_tail, payload)")
 	fl.DurationVar(&opts.MaxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
 	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "after a signal, time running commands, lines in a pipe and acks being retried get to finish")
 	fl.BoolVar(&opts.Prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
@@ -201,7 +203,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 
 // execOnlyFlags are meaningless without a command; naming one without it is a mistake.
 var execOnlyFlags = []string{"concurrency", "lease", "kill-grace", "ack-exit-codes", "retry-delay",
-	"max-processing-time", "prefix", "retry-delay-max", "max-attempts", "dead-letter"}
+	"max-processing-time", "prefix", "retry-delay-max", "max-attempts", "dead-letter", "dead-letter-format"}
 
 // validate checks the flags together; changed says whether a flag was given.
 func (opts *SubOptions) validate(changed func(string) bool) error {
@@ -220,6 +222,10 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 		return usageErrorf("--shutdown-grace must be positive")
 	case changed("rate") && !(opts.Rate > 0 && opts.Rate <= 1e9):
 		return usageErrorf("--rate must be above 0 (messages a second), not %v", opts.Rate)
+	case opts.DeadLetterFormat != supervisor.FormatRaw && opts.DeadLetterFormat != supervisor.FormatEnvelope:
+		return usageErrorf("invalid --dead-letter-format %q (raw or envelope)", opts.DeadLetterFormat)
+	case changed("dead-letter-format") && opts.DeadLetter == "":
+		return usageErrorf("--dead-letter-format needs --dead-letter")
 	}
 	if opts.Peek {
 		for _, name := range []string{"no-ack", "drain", "max", "wait", "rate"} {
@@ -248,7 +254,7 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 	}
 	if opts.Command == nil {
 		for _, name := range execOnlyFlags {
-			if changed(name) && !(opts.Interactive && name == "dead-letter") {
+			if changed(name) && !(opts.Interactive && (name == "dead-letter" || name == "dead-letter-format")) {
 				return usageErrorf("--%s needs a command: narad sub TOPIC [flags] -- COMMAND", name)
 			}
 		}
@@ -492,6 +498,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.
 		RetryDelayMax:     opts.RetryDelayMax,
 		MaxAttempts:       opts.MaxAttempts,
 		DeadLetter:        opts.DeadLetter,
+		DeadLetterFormat:  opts.DeadLetterFormat,
 		Producer:          c,
 		Verbose:           f.global.verbose,
 		AckExitCodes:      opts.AckExitCodes,
@@ -566,7 +573,12 @@ const execHelp = `
 A command that fails is nacked at once; when the same message fails again in this run
 it is held (its lease kept) 2s, 4s, ... up to --retry-delay-max before it is given
 back, with a line on stderr per failure. --max-attempts N --dead-letter TOPIC: its
-N-th failure produces the payload (same key) to TOPIC and acks it.
+N-th failure produces the payload (same key) to TOPIC and acks it; with
+--dead-letter-format envelope, a JSON object instead that says where it came from and
+why it failed: topic, partition, offset, key, attempts, exit_code (null when it did
+not exit on its own), stderr_tail (its last 4 KiB of stderr), timestamp, payload (as
+-o json shows it). The command sees NARAD_ATTEMPT: 1 for a message's first run in this
+process, 2 after it failed once, ...
 
 With --count N, exec mode stops once N messages are finished: acked, dead-lettered,
 or given up (a lost lease; a failure, unless --max-attempts retries it). A message

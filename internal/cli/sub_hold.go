@@ -18,6 +18,7 @@ import (
 	"github.com/narad/narad/internal/hold"
 	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/replay"
+	"github.com/narad/narad/internal/supervisor"
 )
 
 // validateInteractive checks the flags hold mode does not take: it shows one message
@@ -98,6 +99,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 		Produce: func(ctx context.Context, topic string, body []byte, key *string) error {
 			return c.Produce(ctx, topic, body, client.ProduceOptions{Key: key})
 		},
+		Letter: holdLetter(opts),
 		Styles: render.NewStyles(f.IO.Out, color), UTC: opts.Output.UTC,
 		Ready: feed.Ready, Done: feed.Done,
 	})
@@ -265,4 +267,16 @@ func (s *screenLines) flush(w io.Writer) {
 	defer s.mu.Unlock()
 	_, _ = w.Write(s.kept.Bytes())
 	s.kept.Reset()
+}
+
+// holdLetter is d's dead letter with --dead-letter-format envelope, nil for the raw
+// payload. A person decided, so no command ran: attempts is how many times this run
+// showed the message, exit_code null, stderr_tail empty.
+func holdLetter(opts *SubOptions) func(*client.Message, int) ([]byte, error) {
+	if opts.DeadLetterFormat != supervisor.FormatEnvelope {
+		return nil
+	}
+	return func(m *client.Message, seen int) ([]byte, error) {
+		return supervisor.Envelope(m, opts.Topic, supervisor.Failure{Attempts: seen})
+	}
 }

@@ -45,7 +45,10 @@ type Options struct {
 	DeadLetter string
 	// Produce copies a payload, with its key, to the dead-letter topic.
 	Produce func(ctx context.Context, topic string, body []byte, key *string) error
-	Styles  render.Styles
+	// Letter, when set, is the dead letter of a message seen times in this run, in
+	// place of its payload (an envelope).
+	Letter func(m *client.Message, seen int) ([]byte, error)
+	Styles render.Styles
 	// UTC shows message times in UTC; Location pins the zone otherwise (nil: local).
 	UTC      bool
 	Location *time.Location
@@ -381,11 +384,16 @@ func (m *Model) settle(e *entry, a action) tea.Cmd {
 		return resultMsg{e: e, act: a, err: err}
 	}
 	if a == actProduce {
-		produce, topic, msg := m.o.Produce, m.o.DeadLetter, e.m
+		produce, topic, msg, letter, seen := m.o.Produce, m.o.DeadLetter, e.m, m.o.Letter, e.seen
 		run = func() tea.Msg {
 			body, err := msg.PayloadBytes()
 			if err != nil {
 				body = msg.Payload // not decodable: what the node sent, as exec mode does
+			}
+			if letter != nil {
+				if body, err = letter(msg, seen); err != nil {
+					return resultMsg{e: e, act: a, err: err}
+				}
 			}
 			var k *string
 			if b, ok, kerr := msg.KeyBytes(); ok {

@@ -122,3 +122,13 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 func trimJSONSpace(b []byte) []byte {
 	return bytes.Trim(b, " \t\r\n")
 }
+
+// JSONRecord is m as `-o json` writes it, without the newline: what a dead-letter
+// envelope takes its payload and key from, so both show a message the same way.
+func JSONRecord(m *client.Message) ([]byte, error) {
+	b, err := appendJSON(nil, m)
+	if err != nil {
+		return nil, err
+	}
+	return b[:len(b)-1], nil
+}

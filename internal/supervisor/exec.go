@@ -115,8 +115,9 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 		})
 	}()
 	var errTail *tail
-	if s.o.Verbose {
+	if s.o.Verbose || s.envelope {
 		errTail = &c.tail
+		c.tail.max = s.tailMax()
 	}
 	// narad's own stderr failing is not the command's failure: it has nowhere to be
 	// reported either.
@@ -163,9 +164,19 @@ func (c *child) how() string {
 // tailSize is how much of a command's stderr is kept for its failure line.
 const tailSize = 200
 
-// tail keeps the last tailSize bytes written to it.
+// tailMax is how much of each command's stderr is kept: what an envelope needs, or
+// the failure line's share of it.
+func (s *Supervisor) tailMax() int {
+	if s.envelope {
+		return envelopeTail
+	}
+	return tailSize
+}
+
+// tail keeps the last max bytes written to it.
 type tail struct {
 	mu  sync.Mutex
+	max int
 	buf []byte
 }
 
@@ -173,17 +184,28 @@ func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - tailSize; over > 0 {
+	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
 	return len(p), nil
 }
 
-// String is the kept text on one line, escaped for a terminal.
+// String is the last tailSize bytes kept, on one line, escaped for a terminal.
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return joinLines(string(t.buf))
+	b := t.buf
+	if len(b) > tailSize {
+		b = b[len(b)-tailSize:]
+	}
+	return joinLines(string(b))
+}
+
+// bytes is a copy of what is kept, as written.
+func (t *tail) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
 }
 
 // terminate asks the process group to stop (SIGTERM) and kills it after grace, or at
@@ -233,7 +255,7 @@ func (c *child) signal(sig syscall.Signal) {
 // key-less message does not pass on someone else's NARAD_KEY.
 var naradVars = []string{
 	"NARAD_TOPIC", "NARAD_PARTITION", "NARAD_OFFSET", "NARAD_KEY", "NARAD_KEY_BASE64",
-	"NARAD_TIMESTAMP", "NARAD_RECEIPT_HANDLE", "NARAD_ADDR",
+	"NARAD_TIMESTAMP", "NARAD_RECEIPT_HANDLE", "NARAD_ADDR", "NARAD_ATTEMPT",
 }
 
 func baseEnv(env []string) []string {
@@ -263,8 +285,12 @@ func (s *Supervisor) envFor(m *client.Message) []string {
 		"NARAD_PARTITION="+strconv.Itoa(m.Partition),
 		"NARAD_OFFSET="+strconv.FormatInt(m.Offset, 10),
 		"NARAD_TIMESTAMP="+strconv.FormatInt(m.Timestamp, 10),
-		"NARAD_RECEIPT_HANDLE="+m.ReceiptHandle,
+		// This run's number for the message: its failures in this process, plus one.
+		"NARAD_ATTEMPT="+strconv.Itoa(s.attempts.get(keyOf(m))+1),
 	)
+	if m.ReceiptHandle != "" {
+		env = append(env, "NARAD_RECEIPT_HANDLE="+m.ReceiptHandle)
+	}
 	if s.o.Addr != "" {
 		env = append(env, "NARAD_ADDR="+s.o.Addr)
 	}

@@ -61,6 +61,13 @@ func (a *attempts) evictOldest() {
 	delete(a.m, oldest)
 }
 
+// get is how many failures of k are remembered.
+func (a *attempts) get(k msgKey) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[k].n
+}
+
 // forget drops k: it succeeded, or went to the dead-letter topic.
 func (a *attempts) forget(k msgKey) {
 	a.mu.Lock()

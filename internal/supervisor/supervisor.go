@@ -59,6 +59,9 @@ type Options struct {
 	MaxAttempts int
 	DeadLetter  string
 	Producer    Producer
+	// DeadLetterFormat is FormatRaw (the default: the payload as it was) or
+	// FormatEnvelope (see Envelope); envelope keeps the end of every command's stderr.
+	DeadLetterFormat string
 	// AckWindow is how long the ack of a finished command waits for the acks of
 	// others to share one request (default 5ms, at most a tenth of Lease); a negative
 	// window acks each on its own.
@@ -90,6 +93,7 @@ type Options struct {
 // Supervisor runs a command per delivery. It serves one consumer.Run.
 type Supervisor struct {
 	o        Options
+	envelope bool   // DeadLetterFormat is FormatEnvelope
 	path     string // the command's program, looked up once; "" to look it up per start
 	acks     map[int]bool
 	env      []string
@@ -137,6 +141,8 @@ func New(o Options) (*Supervisor, error) {
 		return nil, errors.New("supervisor: max attempts and a dead-letter topic go together")
 	case o.DeadLetter != "" && o.Producer == nil:
 		return nil, errors.New("supervisor: a dead-letter topic needs a producer")
+	case o.DeadLetterFormat != "" && o.DeadLetterFormat != FormatRaw && o.DeadLetterFormat != FormatEnvelope:
+		return nil, fmt.Errorf("supervisor: unknown dead-letter format %q", o.DeadLetterFormat)
 	}
 	o.Concurrency = orDefault(o.Concurrency, 1)
 	o.MaxProcessingTime = orDefault(o.MaxProcessingTime, 5*time.Minute)
@@ -169,6 +175,7 @@ func New(o Options) (*Supervisor, error) {
 	}
 	return &Supervisor{
 		o:        o,
+		envelope: o.DeadLetterFormat == FormatEnvelope,
 		tally:    t,
 		path:     path,
 		acks:     acks,
@@ -358,6 +365,8 @@ type result struct {
 	how  string        // what ended it, for a failure line: "exit 1", "signal: killed", ...
 	took time.Duration // from start to end
 	tail string        // the last lines of its stderr, with Verbose
+	// stderr is the end of its stderr as written, for an envelope.
+	stderr []byte
 	// outErr is the first write of its stdout that failed: what it printed was lost.
 	outErr error
 }
@@ -457,7 +466,7 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 	}
 	verdict := "nacked"
 	if s.o.MaxAttempts > 0 && n >= s.o.MaxAttempts {
-		err := s.deadLetter(ctx, m)
+		err := s.deadLetter(ctx, m, n, r)
 		if err == nil {
 			done()
 			if lease.isLost() {
@@ -544,12 +553,23 @@ func (s *Supervisor) waitHold(ctx context.Context, lease *leaseKeeper, d time.Du
 	}
 }
 
-// deadLetter produces m's payload, with its key, to the dead-letter topic.
-func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message) error {
+// deadLetter produces m's payload, or its envelope after n failures ending in r, with
+// its key, to the dead-letter topic.
+func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message, n int, r result) error {
 	body, err := s.o.Decode(m)
 	if err != nil {
 		// Not decodable as the node described it: keep what the node sent.
 		body = m.Payload
+	}
+	if s.envelope {
+		f := Failure{Attempts: n, Stderr: r.stderr}
+		if r.end == exited && r.code >= 0 {
+			code := r.code
+			f.ExitCode = &code
+		}
+		if body, err = Envelope(m, s.o.Topic, f); err != nil {
+			return err
+		}
 	}
 	var po client.ProduceOptions
 	if key, ok, err := m.KeyBytes(); ok {
@@ -602,6 +622,9 @@ func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseK
 	r.how = c.how()
 	if s.o.Verbose {
 		r.tail = c.tail.String()
+	}
+	if s.envelope {
+		r.stderr = c.tail.bytes()
 	}
 	return r
 }

@@ -210,7 +210,8 @@ func TestPayloadOnStdinAndEnvironment(t *testing.T) {
 	}
 	common := func(part, off, ts, handle string) map[string]string {
 		return map[string]string{"NARAD_TOPIC": "orders", "NARAD_PARTITION": part, "NARAD_OFFSET": off,
-			"NARAD_TIMESTAMP": ts, "NARAD_RECEIPT_HANDLE": handle, "NARAD_ADDR": "http://127.0.0.1:7942"}
+			"NARAD_TIMESTAMP": ts, "NARAD_RECEIPT_HANDLE": handle, "NARAD_ADDR": "http://127.0.0.1:7942",
+			"NARAD_ATTEMPT": "1"}
 	}
 	e := common("4", "0", "1790623277", "h-json")
 	e["NARAD_KEY"] = "customer-42"
