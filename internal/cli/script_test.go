@@ -68,15 +68,17 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"narad-dev": cmdNaradDev,
-			"broker":    cmdBroker,
-			"http":      cmdHTTP,
-			"exits":     cmdExits,
-			"freeport":  cmdFreePort,
-			"waitready": cmdWaitReady,
-			"faultnode": cmdFaultNode,
-			"slowproxy": cmdSlowProxy,
-			"now":       cmdNow,
+			"narad-dev":  cmdNaradDev,
+			"broker":     cmdBroker,
+			"http":       cmdHTTP,
+			"exits":      cmdExits,
+			"freeport":   cmdFreePort,
+			"waitready":  cmdWaitReady,
+			"faultnode":  cmdFaultNode,
+			"slowproxy":  cmdSlowProxy,
+			"now":        cmdNow,
+			"scrape":     cmdScrape,
+			"statsmatch": cmdStatsMatch,
 		},
 	})
 }
@@ -427,11 +429,16 @@ func slowRelay(c net.Conn, target string, delay time.Duration, done <-chan struc
 
 // freeport sets NARAD_ADDR, BROKER_URL and BROKER_HOSTPORT to a loopback port that
 // was free a moment ago, for scripts that start `narad dev` as a real process.
+// freeport VAR sets VAR alone, to 127.0.0.1:PORT (a --metrics-addr).
 func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	ts.Check(err)
 	addr := l.Addr().String()
 	ts.Check(l.Close())
+	if len(args) == 1 {
+		ts.Setenv(args[0], addr)
+		return
+	}
 	ts.Setenv("BROKER_HOSTPORT", addr)
 	ts.Setenv("BROKER_URL", "http://"+addr)
 	ts.Setenv("NARAD_ADDR", "http://"+addr)

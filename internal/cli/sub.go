@@ -65,6 +65,8 @@ type SubOptions struct {
 	MaxProcessingTime time.Duration
 	ShutdownGrace     time.Duration
 	Prefix            bool
+	// MetricsAddr is --metrics-addr: where /metrics and the probes are served ("": not).
+	MetricsAddr string
 }
 
 func newSubCmd(f *Factory) *cobra.Command {
@@ -198,6 +200,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.DurationVar(&opts.MaxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
 	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "after a signal, time running commands, lines in a pipe and acks being retried get to finish")
 	fl.BoolVar(&opts.Prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
+	fl.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (both modes; no host: 127.0.0.1)")
 	return cmd
 }
 
@@ -226,6 +229,9 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 		return usageErrorf("invalid --dead-letter-format %q (raw or envelope)", opts.DeadLetterFormat)
 	case changed("dead-letter-format") && opts.DeadLetter == "":
 		return usageErrorf("--dead-letter-format needs --dead-letter")
+	}
+	if opts.MetricsAddr != "" && (opts.Peek || opts.Interactive) {
+		return usageErrorf("--metrics-addr is for workers: not with --peek or -i")
 	}
 	if opts.Peek {
 		for _, name := range []string{"no-ack", "drain", "max", "wait", "rate"} {
@@ -343,7 +349,12 @@ func subRun(f *Factory, opts *SubOptions) error {
 			return err
 		}
 	}
-	c, err := f.Client(tuning)
+	m, err := startMetrics(f, opts)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	c, err := f.Client(append(m.hooks(), tuning)...)
 	if err != nil {
 		return err
 	}
@@ -367,6 +378,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 			return deadLetterAsSent(ctx, c, opts.DeadLetter, m)
 		}
 	}
+	m.wire(&co)
 	// Settlements still retrying when the grace after a signal ends (for running
 	// commands, or lines in a pipe) are given up then, as at a second signal, and
 	// listed for pasting.
@@ -392,7 +404,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 		h = p
 		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
 	} else {
-		if sup, err = newSupervisor(f, c, opts); err != nil {
+		if sup, err = newSupervisor(f, c, opts, m.wireSupervisor); err != nil {
 			return err
 		}
 		if opts.Timeout > 0 {
@@ -459,7 +471,8 @@ func failureSummary(res consumer.Result, sup *supervisor.Supervisor) string {
 
 // newSupervisor builds the exec-mode handler; the lease defaults to the topic's
 // visibility timeout, read from topic info.
-func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.Supervisor, error) {
+// tune, if any, adds to the supervisor's options.
+func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, error) {
 	lease := opts.Lease
 	if lease == 0 {
 		// The client bounds each attempt; --timeout bounds them all.
@@ -487,7 +500,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.
 			return nil, apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), opts.DeadLetter)
 		}
 	}
-	s, err := supervisor.New(supervisor.Options{
+	so := supervisor.Options{
 		Command:           opts.Command,
 		Concurrency:       opts.Concurrency,
 		Lease:             lease,
@@ -508,7 +521,11 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions) (*supervisor.
 		Prefix:            opts.Prefix,
 		Stdout:            f.IO.Out,
 		Stderr:            f.IO.ErrOut,
-	})
+	}
+	for _, t := range tune {
+		t(&so)
+	}
+	s, err := supervisor.New(so)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}

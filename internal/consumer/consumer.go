@@ -169,6 +169,9 @@ type Options struct {
 	// has been held a while. A handler that extends its own (the supervisor) leaves it
 	// nil; with NoAck nothing is kept.
 	Lease func(context.Context) (time.Duration, error)
+	// Live, when set, is called once before anything is taken with a view of the
+	// run's counters as they move (see Live). It may be nil.
+	Live func(Live)
 }
 
 // Reason is why a run stopped.
@@ -347,6 +350,9 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	var c counters
 	s, release := newSettler(ctx, src, o, &c)
 	defer release()
+	if o.Live != nil {
+		o.Live(Live{c: &c, s: s})
+	}
 	stopKeeping := func() {}
 	if o.Lease != nil && !o.NoAck {
 		stopKeeping = s.keep(ctx, o.Lease)

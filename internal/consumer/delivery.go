@@ -167,6 +167,8 @@ type counters struct {
 	// when a handler said no. settleFailed is the part of failed that settlements
 	// (not handlers) account for.
 	declined, settleFailed atomic.Int64
+	// extended is leases extended, for Live: not in Stats, which is what --stats prints.
+	extended atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {

@@ -132,6 +132,7 @@ func (s *settler) renewed(d *delivery, now int64) {
 	s.mu.Lock()
 	d.renewed = now
 	s.mu.Unlock()
+	s.c.extended.Add(1)
 }
 
 // lost settles d locally after a 410 on extend, unless something settled it first: the

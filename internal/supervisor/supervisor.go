@@ -88,6 +88,9 @@ type Options struct {
 	// Decode turns a message into the command's stdin; nil means
 	// (*client.Message).PayloadBytes.
 	Decode func(*client.Message) ([]byte, error)
+	// OnCommand, when set, is told how long each command that started ran, however it
+	// ended (the metrics' duration histogram). It is called from many goroutines.
+	OnCommand func(took time.Duration)
 }
 
 // Supervisor runs a command per delivery. It serves one consumer.Run.
@@ -402,6 +405,9 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 	s.update(func() { s.waiting--; s.running++ })
 	r := s.run(ctx, d, lease)
 	<-s.sem
+	if s.o.OnCommand != nil && r.end != notRun {
+		s.o.OnCommand(r.took)
+	}
 	finished = s.settle(ctx, d, lease, r)
 }
 

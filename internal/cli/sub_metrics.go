@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/metrics"
+	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/supervisor"
+)
+
+// subMetrics is sub's --metrics-addr: the worker's Prometheus endpoint and probes,
+// fed by the run's own counters. A nil *subMetrics is no --metrics-addr, and every
+// method is then a no-op.
+type subMetrics struct {
+	w    *metrics.Worker
+	srv  *metrics.Server
+	done chan struct{}
+}
+
+// startMetrics listens on --metrics-addr before anything is taken: a port that cannot
+// be had is exit 2 with nothing consumed.
+func startMetrics(f *Factory, opts *SubOptions) (*subMetrics, error) {
+	if opts.MetricsAddr == "" {
+		return nil, nil
+	}
+	addr, err := metrics.ParseAddr(opts.MetricsAddr)
+	if err != nil {
+		return nil, usageErrorf("invalid --metrics-addr %q: %v", render.Escape(opts.MetricsAddr), err)
+	}
+	if addr.Public {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: --metrics-addr %s may be reachable from other machines, and the metrics name topics (127.0.0.1:PORT keeps them on this one)\n",
+			render.Escape(opts.MetricsAddr))
+	}
+	w := metrics.NewWorker(opts.Topic, opts.Command != nil)
+	srv, err := metrics.Listen(addr.Listen, w)
+	if err != nil {
+		return nil, usageErrorf("--metrics-addr %s: %s (pick another port)", render.Escape(opts.MetricsAddr), listenWhy(err))
+	}
+	m := &subMetrics{w: w, srv: srv, done: make(chan struct{})}
+	go func() {
+		select {
+		case <-f.Signals.Soft:
+			w.Stopping()
+		case <-m.done:
+		}
+	}()
+	return m, nil
+}
+
+// listenWhy is a listen error without the "listen tcp ADDR:" the line says already.
+func listenWhy(err error) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "address already in use"
+	case errors.Is(err, syscall.EACCES):
+		return "permission denied"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "not an address of this machine"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	return err.Error()
+}
+
+// hooks are the client hooks that count requests.
+func (m *subMetrics) hooks() []client.Hook {
+	if m == nil {
+		return nil
+	}
+	return []client.Hook{m.w}
+}
+
+// wire has the run report to the metrics: its counters, and the node lost and back
+// (besides the notices already there).
+func (m *subMetrics) wire(co *consumer.Options) {
+	if m == nil {
+		return
+	}
+	co.Live = func(l consumer.Live) { m.w.Run(l) }
+	lost, back := co.OnNodeLost, co.OnNodeBack
+	co.OnNodeLost = func(err error) {
+		m.w.NodeLost()
+		if lost != nil {
+			lost(err)
+		}
+	}
+	co.OnNodeBack = func() {
+		m.w.NodeBack()
+		if back != nil {
+			back()
+		}
+	}
+}
+
+// wireSupervisor has exec mode's commands timed.
+func (m *subMetrics) wireSupervisor(so *supervisor.Options) {
+	if m != nil {
+		so.OnCommand = m.w.Command
+	}
+}
+
+// close ends the endpoint once the run has ended.
+func (m *subMetrics) close() {
+	if m == nil {
+		return
+	}
+	m.w.Done()
+	close(m.done)
+	_ = m.srv.Close()
+}
