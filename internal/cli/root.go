@@ -404,6 +404,12 @@ func (f *Factory) Connection() (config.Connection, error) {
 // show its work: the retry notice always, -v and --curl when asked for, and the
 // command's own (extra).
 func (f *Factory) Client(extra ...client.Hook) (*client.Client, error) {
+	return f.clientWith(nil, extra...)
+}
+
+// clientWith is Client with the command's own adjustment of the config (nil: none),
+// made before the tests' tuneClient.
+func (f *Factory) clientWith(adjust func(*client.Config), extra ...client.Hook) (*client.Client, error) {
 	conn, err := f.Connection()
 	if err != nil {
 		return nil, err
@@ -430,6 +436,9 @@ func (f *Factory) Client(extra ...client.Hook) (*client.Client, error) {
 		ClientName: name,
 		Hooks:      hooks,
 		Timeout:    f.requestTimeout,
+	}
+	if adjust != nil {
+		adjust(&cfg)
 	}
 	if f.tuneClient != nil {
 		f.tuneClient(&cfg)

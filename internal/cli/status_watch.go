@@ -57,8 +57,30 @@ func newWatcher(c *client.Client, now func() time.Time, opts *StatusOptions) *wa
 	return w
 }
 
+// refreshLimit bounds one refresh: a node that takes no answers but gives none
+// would otherwise hold a refresh for a request timeout per few topics.
+func refreshLimit(interval time.Duration) time.Duration { return max(2*interval, 10*time.Second) }
+
 // refresh takes one sample and fills its rates from the previous good one.
 func (w *watcher) refresh(ctx context.Context) watchSample {
+	limit := refreshLimit(w.opts.Interval)
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	s := w.look(rctx)
+	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		return watchSample{At: s.At, Err: fmt.Errorf("the node gave no whole answer within %s", limit)}
+	}
+	if s.Err == nil {
+		if w.prev != nil {
+			watchRates(w.prev.Rows, w.prev.At, s.Rows, s.At)
+		}
+		w.prev = &s
+	}
+	return s
+}
+
+// look is one look at the node: the list when due, each topic, the metrics.
+func (w *watcher) look(ctx context.Context) watchSample {
 	s := watchSample{At: w.now()}
 	if w.relist {
 		names, err := topicNames(ctx, w.c)
@@ -82,10 +104,6 @@ func (w *watcher) refresh(ctx context.Context) watchSample {
 			w.relist = true // read at the next refresh: this one is already taken
 		}
 	}
-	if w.prev != nil {
-		watchRates(w.prev.Rows, w.prev.At, s.Rows, s.At)
-	}
-	w.prev = &s
 	return s
 }
 
@@ -161,7 +179,10 @@ func perSecond(before, after int64, dt float64) *float64 {
 }
 
 func statusWatch(f *Factory, opts *StatusOptions) error {
-	c, err := f.Client()
+	// No retries within a refresh: the next refresh is the retry. Retried reads of
+	// 500 topics from a node that went away would hold the screen for a minute and
+	// more before it could say so.
+	c, err := f.clientWith(func(cfg *client.Config) { cfg.Retry.BoundedAttempts = 1 })
 	if err != nil {
 		return err
 	}

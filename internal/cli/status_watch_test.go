@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -345,4 +348,78 @@ func (h writeHook) Write(p []byte) (int, error) {
 	n, err := h.w.Write(p)
 	h.after(p)
 	return n, err
+}
+
+// A node that goes away while watched is a line saying so, not the end: the watch
+// goes on, and once the node is back the rates are over the time since the last
+// refresh that reached it.
+func TestWatchLinesNodeLostAndBack(t *testing.T) {
+	b, err := devbroker.New(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	var downHits atomic.Int32
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			downHits.Add(1)
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // as a node that went away: no answer at all
+			}
+			return
+		}
+		b.Handler().ServeHTTP(w, r)
+	}))
+	defer node.Close()
+
+	ios, _, out, errOut := iostreams.Test()
+	env := map[string]string{"NARAD_CONFIG": t.TempDir() + "/config.yaml", "NARAD_ADDR": node.URL}
+	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: func() time.Time { return clock },
+		Signals: NewSignals()}
+	f.root = NewRootCmd(f)
+	waits := 0
+	opts := &StatusOptions{Watch: true, Interval: 2 * time.Second, Count: 4, Output: "json",
+		after: func(d time.Duration) <-chan time.Time {
+			waits++
+			clock = clock.Add(2 * time.Second)
+			switch waits {
+			case 1: // 10 messages arrive, then the node goes away for one refresh
+				for range 10 {
+					if _, _, err := b.Produce("orders", "", []byte("m")); err != nil {
+						t.Error(err)
+					}
+				}
+				down.Store(true)
+			case 2:
+				down.Store(false)
+			}
+			ch := make(chan time.Time, 1)
+			ch <- clock
+			return ch
+		}}
+	if err := statusRun(f, opts); err != nil {
+		t.Fatalf("watch: %v (%s)", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4: %s", len(lines), out)
+	}
+	if !strings.HasPrefix(lines[1], `{"time":"2026-12-01T10:00:02.000Z","error":"cannot reach the node: `) || strings.Contains(lines[1], "topics") {
+		t.Errorf("the refresh that did not reach the node: %s", lines[1])
+	}
+	// Within a refresh nothing is retried (the next refresh is the retry): the topic's
+	// read and the metrics' were all the node saw of it while away, one of them twice
+	// at most (net/http sends a GET again, once, when a kept-alive connection drops).
+	if n := downHits.Load(); n > 3 {
+		t.Errorf("%d requests while the node was away, want at most 3", n)
+	}
+	// 10 produced between the first refresh (10:00:00) and the third (10:00:04).
+	if !strings.Contains(lines[2], `"time":"2026-12-01T10:00:04.000Z"`) || !strings.Contains(lines[2], `"produce_per_sec":2.5,"consume_per_sec":0}`) {
+		t.Errorf("back: %s", lines[2])
+	}
+	if !strings.Contains(lines[3], `"produce_per_sec":0,"consume_per_sec":0}`) {
+		t.Errorf("after: %s", lines[3])
+	}
 }
