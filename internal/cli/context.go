@@ -414,16 +414,10 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 	if err != nil {
 		return err
 	}
-	// The context in use: NAME, else --context or NARAD_CONTEXT, else the current one.
+	// The context in use: NAME, else the one every command would use.
 	name := opts.Name
 	if name == "" {
-		name = f.global.context
-	}
-	if name == "" {
-		name = f.Getenv("NARAD_CONTEXT")
-	}
-	if name == "" {
-		name = cfg.CurrentContext
+		name, _ = config.SelectContext(f.connectionFlags(), cfg, f.Getenv)
 	}
 	if name == "" {
 		return usageErrorf("no current context (name one, or see narad context ls)")

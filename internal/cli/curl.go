@@ -96,23 +96,22 @@ func (f *Factory) noteCurlCredentials(conn config.Connection) {
 		return
 	}
 	f.curlNoted = true
-	flags := f.root.PersistentFlags()
-	from := func(flag, env string) string {
-		switch {
-		case flag == "password" && f.global.passwordStdin:
+	from := func(flag string, src config.Source) string {
+		switch src {
+		case config.SourceStdin:
 			return "--password-stdin"
-		case flags.Changed(flag):
+		case config.SourceFlag:
 			return "--" + flag
-		case f.Getenv(env) != "":
+		case config.SourceEnv:
 			return ""
-		case conn.Context != "":
+		case config.SourceContext:
 			return "context " + conn.Context
 		}
 		return "the server URL"
 	}
-	user, pass := from("user", "NARAD_USER"), ""
+	user, pass := from("user", conn.From.User), ""
 	if conn.Password != "" {
-		pass = from("password", "NARAD_PASS")
+		pass = from("password", conn.From.Password)
 	}
 	if user == "" && pass == "" {
 		return // both from the environment: the commands read them as they are

@@ -372,17 +372,17 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
 	}
+	flags := f.connectionFlags()
 	if f.global.passwordStdin {
 		pw, err := f.passwordFromStdin()
 		if err != nil {
 			return config.Connection{}, err
 		}
-		// As if typed as --password: the same precedence, without being in argv.
-		if err := f.root.PersistentFlags().Set("password", pw); err != nil {
-			return config.Connection{}, err
-		}
+		// A flag in rank, without being in argv.
+		flags.Password = config.Flag[string]{Value: pw, Set: true}
+		flags.PasswordStdin = true
 	}
-	conn, err := config.ResolveEnv(f.root.PersistentFlags(), cfg, f.Getenv)
+	conn, err := config.Resolve(flags, cfg, f.Getenv)
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
 	}
@@ -398,6 +398,22 @@ func (f *Factory) Connection() (config.Connection, error) {
 	}
 	f.conn = &conn
 	return conn, nil
+}
+
+// connectionFlags is what the connection flags said, for config.Resolve and
+// config.SelectContext.
+func (f *Factory) connectionFlags() config.Flags {
+	pf := f.root.PersistentFlags()
+	str := func(name, v string) config.Flag[string] { return config.Flag[string]{Value: v, Set: pf.Changed(name)} }
+	g := f.global
+	return config.Flags{
+		Server:   str("server", g.server),
+		User:     str("user", g.user),
+		Password: str("password", g.password),
+		Context:  str("context", g.context),
+		CACert:   str("ca-cert", g.caCert),
+		Insecure: config.Flag[bool]{Value: g.insecure, Set: pf.Changed("insecure")},
+	}
 }
 
 // Client builds an API client for the resolved connection, with the hooks that

@@ -5,21 +5,39 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
-func newFlags(t *testing.T, args ...string) *pflag.FlagSet {
+// newFlags is Flags as a command line of --name value pairs would give them.
+func newFlags(t *testing.T, args ...string) Flags {
 	t.Helper()
-	fs := pflag.NewFlagSet("narad", pflag.ContinueOnError)
-	for _, name := range []string{"server", "user", "password", "context", "ca-cert"} {
-		fs.String(name, "", "")
+	var fl Flags
+	for i := 0; i < len(args); i++ {
+		name := strings.TrimPrefix(args[i], "--")
+		if name == "insecure" {
+			fl.Insecure = Flag[bool]{Value: true, Set: true}
+			continue
+		}
+		if i+1 == len(args) {
+			t.Fatalf("%s needs a value", args[i])
+		}
+		i++
+		v := Flag[string]{Value: args[i], Set: true}
+		switch name {
+		case "server":
+			fl.Server = v
+		case "user":
+			fl.User = v
+		case "password":
+			fl.Password = v
+		case "context":
+			fl.Context = v
+		case "ca-cert":
+			fl.CACert = v
+		default:
+			t.Fatalf("unknown flag %s", args[i-1])
+		}
 	}
-	fs.Bool("insecure", false, "")
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	return fs
+	return fl
 }
 
 func clearEnv(t *testing.T) {
@@ -85,7 +103,7 @@ func TestResolveLayering(t *testing.T) {
 			if tc.name == "default without contexts" {
 				f = &File{Contexts: map[string]Context{}}
 			}
-			got, err := ResolveEnv(newFlags(t, tc.args...), f, os.Getenv)
+			got, err := Resolve(newFlags(t, tc.args...), f, os.Getenv)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("want an error, got %+v", got)
@@ -95,7 +113,7 @@ func TestResolveLayering(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want {
+			if got.From = (Sources{}); got != tc.want { // the values; TestResolveTable checks the sources
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -187,23 +205,23 @@ func TestValidateServer(t *testing.T) {
 	}
 }
 
-// ResolveEnv reads the environment only through getenv, so a caller (narad demo)
+// Resolve reads the environment only through getenv, so a caller (narad demo)
 // can give a run an environment of its own.
-func TestResolveEnvUsesGetenv(t *testing.T) {
+func TestResolveUsesGetenv(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("NARAD_CONTEXT", "nope")
 	t.Setenv("NARAD_USER", "osuser")
 	env := map[string]string{"NARAD_PASS": "envpass", "NARAD_ADDR": "https://narad.example.com"}
-	got, err := ResolveEnv(newFlags(t), testFile(), func(k string) string { return env[k] })
+	got, err := Resolve(newFlags(t), testFile(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Connection{Server: "https://narad.example.com", User: "app", Password: "envpass", Context: "prod"}
-	if got != want {
+	if got.From = (Sources{}); got != want {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
 	// A flag still beats what getenv gives.
-	got, err = ResolveEnv(newFlags(t, "--password", "flagpass"), testFile(), func(k string) string { return env[k] })
+	got, err = Resolve(newFlags(t, "--password", "flagpass"), testFile(), func(k string) string { return env[k] })
 	if err != nil || got.Password != "flagpass" {
 		t.Errorf("got %+v, %v; want the flag's password", got, err)
 	}
@@ -256,7 +274,8 @@ func TestServerWithoutScheme(t *testing.T) {
 		{[]string{"--context", "lab", "--server", "http://127.0.0.1:7942"}, nil,
 			Connection{Server: "http://127.0.0.1:7942", User: "app", Password: "pw", Context: "lab"}},
 	} {
-		got, err := ResolveEnv(newFlags(t, tt.args...), f, func(k string) string { return tt.env[k] })
+		got, err := Resolve(newFlags(t, tt.args...), f, func(k string) string { return tt.env[k] })
+		got.From = Sources{}
 		if err != nil || got != tt.want {
 			t.Errorf("%v %v: got %+v, %v; want %+v", tt.args, tt.env, got, err, tt.want)
 		}
