@@ -52,6 +52,7 @@ var goals = []goal{
 	{"startup", (*bench).startup},
 	{"memory", (*bench).memory},
 	{"find", (*bench).find},
+	{"metrics", (*bench).metrics},
 }
 
 func main() {
