@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A node that answers wrong, one loopback handler per case: what the user sees (stdout,
+// stderr, exit code) and what was settled.
+
+// hostileNode answers the first consume with first and every later one with 204, and
+// settles whatever it is sent, recording the handles by action.
+type hostileNode struct {
+	*httptest.Server
+	mu      sync.Mutex
+	consume int
+	settled map[string][]string // "ack" or "nack": handles
+}
+
+func newHostileNode(t *testing.T, first string) *hostileNode {
+	n := &hostileNode{settled: map[string][]string{}}
+	n.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		switch {
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/consume"):
+			n.consume++
+			if n.consume > 1 {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, first)
+		case r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"name":"t","partitions":3,"visibility_timeout_ms":30000,"partition_stats":[]}`)
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/ack"):
+			action := "ack"
+			if r.URL.Query().Get("extend") == "0" {
+				action = "nack"
+			}
+			if h := r.URL.Query().Get("receipt_handle"); h != "" {
+				n.settled[action] = append(n.settled[action], h)
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			var body struct {
+				Handles []string `json:"receipt_handles"`
+			}
+			b, _ := io.ReadAll(r.Body)
+			json.Unmarshal(b, &body)
+			n.settled[action] = append(n.settled[action], body.Handles...)
+			res := strings.Repeat(`{"status":204},`, len(body.Handles))
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"results":[%s]}`, strings.TrimSuffix(res, ","))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(n.Close)
+	return n
+}
+
+func (n *hostileNode) handles(action string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.settled[action]...)
+}
+
+func batchOf(msgs ...string) string { return `{"messages":[` + strings.Join(msgs, ",") + `]}` }
+
+func textMsg(p, o int) string {
+	return fmt.Sprintf(`{"topic":"t","partition":%d,"offset":%d,"payload":"m%d","timestamp":1,"receipt_handle":"%d:%d:1"}`, p, o, o, p, o)
+}
+
+// 150 messages to a consume for one: --count 1 prints one and acks one, the 149 go
+// back at once, and stderr says so.
+func TestHostileNodeAnswersMoreThanMax(t *testing.T) {
+	var msgs []string
+	for i := range 150 {
+		msgs = append(msgs, textMsg(0, i))
+	}
+	for _, args := range [][]string{{"sub", "t", "--count", "1", "-o", "raw"}, {"sub", "t", "--count", "1", "-j", "1", "--", "cat"}} {
+		n := newHostileNode(t, batchOf(msgs...))
+		r := runCLI(t, nil, false, append([]string{"-s", n.URL}, args...)...)
+		if r.code != 0 || r.stdout != "m0" && r.stdout != "m0\n" {
+			t.Errorf("%v: exit %d, stdout %q; want m0 alone", args, r.code, r.stdout)
+		}
+		if !strings.Contains(r.stderr, "the node answered 150 messages to a consume for 1; the 149 over were given back") {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
+		if a, nk := n.handles("ack"), n.handles("nack"); len(a) != 1 || len(nk) != 149 {
+			t.Errorf("%v: acked %d, given back %d; want 1 and 149", args, len(a), len(nk))
+		}
+	}
+}
+
+// One message that cannot be decoded in a batch: it is reported and given back, the
+// others are printed and acked, and the exit is 1.
+func TestHostileNodeSendsAnUndecodableMessage(t *testing.T) {
+	bad := `{"topic":"t","partition":1,"offset":8,"payload":"!!!","payload_encoding":"base64","timestamp":1,"receipt_handle":"1:8:1"}`
+	n := newHostileNode(t, batchOf(textMsg(1, 7), bad, textMsg(1, 9)))
+	r := runCLI(t, nil, false, "-s", n.URL, "sub", "t", "--drain", "-o", "raw")
+	if r.code != ExitFailed || r.stdout != "m7\nm9\n" && r.stdout != "m7m9" {
+		t.Errorf("exit %d, stdout %q; want 1, m7 and m9", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "narad: message p1 @8 cannot be decoded (payload is not valid base64: ") ||
+		!strings.Contains(r.stderr, "given back; the others go on") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	if a, nk := n.handles("ack"), n.handles("nack"); len(a) != 2 || !bytes.Equal([]byte(strings.Join(nk, ",")), []byte("1:8:1")) {
+		t.Errorf("acked %v, given back %v", a, nk)
+	}
+}
