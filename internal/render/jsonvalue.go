@@ -86,13 +86,13 @@ func (p *valueParser) object(depth int) (any, error) {
 	p.i++ // {
 	m := make(map[string]any)
 	p.space()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
+	if p.at('}') {
 		p.i++
 		return m, nil
 	}
 	for {
 		p.space()
-		if p.i >= len(p.b) || p.b[p.i] != '"' {
+		if !p.at('"') {
 			return nil, errJSONSyntax
 		}
 		k, err := p.string()
@@ -100,7 +100,7 @@ func (p *valueParser) object(depth int) (any, error) {
 			return nil, err
 		}
 		p.space()
-		if p.i >= len(p.b) || p.b[p.i] != ':' {
+		if !p.at(':') {
 			return nil, errJSONSyntax
 		}
 		p.i++
@@ -110,18 +110,12 @@ func (p *valueParser) object(depth int) (any, error) {
 			return nil, err
 		}
 		m[k] = v // a repeated key: the last wins, as in encoding/json
-		p.space()
-		if p.i >= len(p.b) {
-			return nil, errJSONSyntax
+		more, err := p.more('}')
+		if err != nil {
+			return nil, err
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if !more {
 			return m, nil
-		default:
-			return nil, errJSONSyntax
 		}
 	}
 }
@@ -133,7 +127,7 @@ func (p *valueParser) array(depth int) (any, error) {
 	p.i++ // [
 	a := []any{}
 	p.space()
-	if p.i < len(p.b) && p.b[p.i] == ']' {
+	if p.at(']') {
 		p.i++
 		return a, nil
 	}
@@ -144,20 +138,34 @@ func (p *valueParser) array(depth int) (any, error) {
 			return nil, err
 		}
 		a = append(a, v)
-		p.space()
-		if p.i >= len(p.b) {
-			return nil, errJSONSyntax
+		more, err := p.more(']')
+		if err != nil {
+			return nil, err
 		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if !more {
 			return a, nil
-		default:
-			return nil, errJSONSyntax
 		}
 	}
+}
+
+// more reads what follows a member or an element: a comma (more to come) or the
+// container's closing byte (it is done); anything else is a syntax error.
+func (p *valueParser) more(closing byte) (bool, error) {
+	p.space()
+	switch {
+	case p.at(','):
+		p.i++
+		return true, nil
+	case p.at(closing):
+		p.i++
+		return false, nil
+	}
+	return false, errJSONSyntax
+}
+
+// at reports whether the byte at p.i is c (false at the end).
+func (p *valueParser) at(c byte) bool {
+	return p.i < len(p.b) && p.b[p.i] == c
 }
 
 // string reads the string at p.i. One without escapes, valid UTF-8 and no control
@@ -206,20 +214,20 @@ func (p *valueParser) number() (any, error) {
 		p.i++
 	}
 	switch {
-	case p.i < len(p.b) && p.b[p.i] == '0':
+	case p.at('0'):
 		p.i++
 	case p.digits() == 0:
 		return nil, errJSONSyntax
 	}
-	if p.i < len(p.b) && p.b[p.i] == '.' {
+	if p.at('.') {
 		p.i++
 		if p.digits() == 0 {
 			return nil, errJSONSyntax
 		}
 	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+	if p.at('e') || p.at('E') {
 		p.i++
-		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+		if p.at('+') || p.at('-') {
 			p.i++
 		}
 		if p.digits() == 0 {
