@@ -431,14 +431,19 @@ func subRun(f *Factory, opts *SubOptions) error {
 		}
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d %s", opts.Timeout, got, opts.Count, what))
 	case consumer.OutcomeLeaseGone:
-		n := res.Stats.LeaseLost + res.Stats.AckGone
-		what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
-		return exitWith(ExitLeaseGone, fmt.Errorf("%s may be delivered again", what))
+		return leaseGoneError(res)
 	}
 	if err != nil {
 		return exitWith(ExitFailed, err)
 	}
 	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res, sup)))
+}
+
+// leaseGoneError is the exit of a run whose only trouble was a lease gone (410).
+func leaseGoneError(res consumer.Result) error {
+	n := res.Stats.LeaseLost + res.Stats.AckGone
+	what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
+	return exitWith(ExitLeaseGone, fmt.Errorf("%s may be delivered again", what))
 }
 
 func failureSummary(res consumer.Result, sup *supervisor.Supervisor) string {
@@ -469,6 +474,21 @@ func failureSummary(res consumer.Result, sup *supervisor.Supervisor) string {
 	return strings.Join(parts, ", ")
 }
 
+// checkDeadLetter says at start that a --dead-letter topic is not there: it would
+// fail only at the last attempt of some message, long after. (Other answers, 403
+// for one, are left to the produce: topic info needs a grant the produce does not.)
+func checkDeadLetter(f *Factory, c *client.Client, topic string) error {
+	if topic == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+	defer cancel()
+	if _, err := c.Topic(ctx, topic); client.StatusOf(err) == http.StatusNotFound {
+		return apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), topic)
+	}
+	return nil
+}
+
 // newSupervisor builds the exec-mode handler; the lease defaults to the topic's
 // visibility timeout, read from topic info.
 // tune, if any, adds to the supervisor's options.
@@ -490,15 +510,8 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(
 			lease = 30 * time.Second
 		}
 	}
-	if opts.DeadLetter != "" {
-		// A dead-letter topic that is not there would fail only at the last attempt of
-		// some message, long after start: say it now. (Other answers, 403 for one, are
-		// left to the produce: topic info needs a grant the produce does not.)
-		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
-		defer cancel()
-		if _, err := c.Topic(ctx, opts.DeadLetter); client.StatusOf(err) == http.StatusNotFound {
-			return nil, apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), opts.DeadLetter)
-		}
+	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
+		return nil, err
 	}
 	so := supervisor.Options{
 		Command:           opts.Command,
@@ -616,9 +629,9 @@ Counters (--stats):
   bugs           second settlements of one message, refused
   dead_lettered  messages produced to --dead-letter, then acked`
 
-// peekRun watches a topic by replay reads from each partition's tail: nothing is
-// reserved, so it never competes with the real consumers.
-func peekRun(f *Factory, opts *SubOptions) error {
+// peekReplay is the replay --peek reads (plain and -i): each partition's tail
+// followed, or where --from-beginning, --offset or --since put the start.
+func peekReplay(f *Factory, opts *SubOptions) replay.Options {
 	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true}
 	switch {
 	case opts.FromBeginning:
@@ -627,6 +640,13 @@ func peekRun(f *Factory, opts *SubOptions) error {
 		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
 	opts.Time.apply(f, &ro)
+	return ro
+}
+
+// peekRun watches a topic by replay reads from each partition's tail: nothing is
+// reserved, so it never competes with the real consumers.
+func peekRun(f *Factory, opts *SubOptions) error {
+	ro := peekReplay(f, opts)
 	if _, err := opts.Output.renderer(f); err != nil {
 		return err // before saying what it would do
 	}

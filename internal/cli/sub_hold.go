@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sync"
 	"time"
 
@@ -77,13 +76,8 @@ func holdRun(f *Factory, opts *SubOptions) error {
 		return apiFatal(f, c, err, opts.Topic)
 	}
 	lease := t.VisibilityTimeout()
-	if opts.DeadLetter != "" {
-		ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
-		_, err := c.Topic(ctx, opts.DeadLetter)
-		cancel()
-		if client.StatusOf(err) == http.StatusNotFound {
-			return apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), opts.DeadLetter)
-		}
+	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
+		return err
 	}
 
 	color := f.IO.ColorEnabled()
@@ -172,9 +166,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 	case consumer.OutcomeCountUnmet:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, res.Stats.Received, opts.Count))
 	case consumer.OutcomeLeaseGone:
-		n := res.Stats.LeaseLost + res.Stats.AckGone
-		what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
-		return exitWith(ExitLeaseGone, fmt.Errorf("%s may be delivered again", what))
+		return leaseGoneError(res)
 	}
 	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res, nil)))
 }
@@ -182,14 +174,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 // holdPeek feeds the screen from replay reads of the partitions' tails: nothing is
 // taken. It ends when the screen is gone, at a signal, or at --timeout.
 func holdPeek(f *Factory, c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan struct{}) error {
-	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true}
-	switch {
-	case opts.FromBeginning:
-		ro.Start = replay.FromOldest
-	case opts.Offset != nil:
-		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
-	}
-	opts.Time.apply(f, &ro)
+	ro := peekReplay(f, opts)
 	ctx, cancel := f.Context()
 	defer cancel()
 	if opts.Timeout > 0 {
