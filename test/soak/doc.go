@@ -2,8 +2,8 @@
 // closed or slow pipes the real narad binary loses nothing, doubles nothing beyond what a
 // fault can cause, leaves nothing held and never hangs.
 //
-// The suites are tests: TestFaults, TestSignals, TestPipes and TestAckOutage. Each
-// builds narad once, starts an in-process dev broker on 127.0.0.1:0, runs the binary
+// The suites are tests: TestFaults, TestSignals, TestPipes, TestAckOutage and
+// TestScaleOut. Each builds narad once, starts an in-process dev broker on 127.0.0.1:0, runs the binary
 // many times and ends with a table of figures (runs, messages, lost, duplicated and
 // why, hangs, exit codes).
 // By default they run a small fast variant, part of `go test ./...`; NARAD_SOAK=1 runs
