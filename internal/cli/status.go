@@ -100,9 +100,11 @@ func statusCmd(f *Factory, run func(*Factory, *StatusOptions) error) *cobra.Comm
 			"table is redrawn in place with the time of the last refresh; a node that cannot\n" +
 			"be reached is shown as such and tried again; arrows scroll, q or Ctrl-C quits\n" +
 			"(exit 0). Elsewhere each refresh is printed whole: a line \"at HH:MM:SS (every D)\",\n" +
-			"the table and a blank line, or with -o json one line {\"time\",\"topics\":[...,\n" +
-			"\"produce_per_sec\"?,\"consume_per_sec\"?],\"error\"?,\"metrics_error\"?}. --count N\n" +
-			"stops after N refreshes, --timeout D after D (exit 3 if --count was not reached).\n" +
+			"the table and a blank line; with -o json, one line a refresh:\n" +
+			"  {\"time\",\"topics\":[{...,\"produce_per_sec\"?,\"consume_per_sec\"?}],\n" +
+			"   \"error\"?,\"metrics_error\"?}\n" +
+			"--count N stops after N refreshes, --timeout D after D (exit 3 if --count was\n" +
+			"not reached).\n" +
 			"A refresh costs one request per topic and one for /metrics; the topics are\n" +
 			"listed at the start and again only when the metrics show the set changed.\n\n" +
 			"--wait-empty polls the topics named every --interval until the node's metrics say\n" +
