@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -307,6 +309,12 @@ type contextJSON struct {
 	CACert        string `json:"ca_cert,omitempty"`
 	Insecure      bool   `json:"insecure,omitempty"`
 	Current       bool   `json:"current"`
+	// Overridden is, for the context in use, each field a flag or the environment
+	// sets instead, and which: {"server":"NARAD_ADDR"}. Only context show fills it.
+	Overridden map[string]string `json:"overridden,omitempty"`
+	// CredentialsWithheld says the context in use keeps its credentials back: the
+	// server in use is not its own.
+	CredentialsWithheld bool `json:"credentials_withheld,omitempty"`
 }
 
 const hiddenPassword = "********"
@@ -387,6 +395,12 @@ func contextShowCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *
 		Use:     "show [NAME]",
 		Aliases: []string{"info"},
 		Short:   "Show a context (the one in use by default); the password is hidden",
+		Long: "Show a saved context: NAME, else the one in use (--context, else NARAD_CONTEXT,\n" +
+			"else the current one). The password is never shown, only where it is kept.\n\n" +
+			"For the context in use, \"in use:\" names each field a flag or the environment sets\n" +
+			"in its place (flag > env > context > default, as every command resolves it), and\n" +
+			"\"withheld:\" says its credentials are not sent, the server in use not being its own.\n" +
+			"With -o json: overridden ({\"server\":\"NARAD_ADDR\"}) and credentials_withheld.",
 		Example: "  narad context show\n" +
 			"  narad context show prod -o json",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -415,9 +429,14 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 		return err
 	}
 	// The context in use: NAME, else the one every command would use.
+	flags := f.connectionFlags()
+	if f.global.passwordStdin {
+		flags.Password, flags.PasswordStdin = config.Flag[string]{Set: true}, true // not read: show sends nothing
+	}
+	inUse, _ := config.SelectContext(flags, cfg, f.Getenv)
 	name := opts.Name
 	if name == "" {
-		name, _ = config.SelectContext(f.connectionFlags(), cfg, f.Getenv)
+		name = inUse
 	}
 	if name == "" {
 		return usageErrorf("no current context (name one, or see narad context ls)")
@@ -426,6 +445,15 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 		return noSuchContext(cfg, name)
 	}
 	v := contextView(cfg, name)
+	var conn config.Connection
+	if name == inUse {
+		// What every command makes of it, from the resolver itself. A server the
+		// flags or environment got wrong is that command's error, not show's.
+		if c, err := config.Describe(flags, cfg, f.Getenv); err == nil {
+			conn = c
+			v.Overridden, v.CredentialsWithheld = overridden(c.From), c.DroppedCredentials
+		}
+	}
 	if opts.Output == "json" {
 		return printJSON(f, v)
 	}
@@ -445,11 +473,88 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 	if v.Insecure {
 		fmt.Fprintf(w, "insecure:  true\n")
 	}
+	if len(v.Overridden) > 0 {
+		fmt.Fprintf(w, "in use:    %s\n", render.Escape(inUseLine(conn)))
+	}
+	if v.CredentialsWithheld {
+		fmt.Fprintf(w, "withheld:  its credentials: %s is not its server\n", render.Escape(config.RedactURL(conn.Server)))
+	}
 	_, err = fmt.Fprintf(w, "current:   %t\n", v.Current)
 	if err != nil && !consumer.IsClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil
+}
+
+// connectionFields are the fields of a connection a flag or the environment can set
+// in place of a context's, with the variable of each that has one.
+var connectionFields = []struct{ name, env string }{
+	{"server", "NARAD_ADDR"}, {"user", "NARAD_USER"}, {"password", "NARAD_PASS"}, {"ca-cert", ""}, {"insecure", ""},
+}
+
+func sourceOf(from config.Sources, field string) config.Source {
+	switch field {
+	case "server":
+		return from.Server
+	case "user":
+		return from.User
+	case "password":
+		return from.Password
+	case "ca-cert":
+		return from.CACert
+	}
+	return from.Insecure
+}
+
+// overridden is each field the resolver took from a flag or the environment, and
+// from which: the flag's name or the variable's.
+func overridden(from config.Sources) map[string]string {
+	var m map[string]string
+	for _, fd := range connectionFields {
+		by := ""
+		switch sourceOf(from, fd.name) {
+		case config.SourceFlag:
+			by = "--" + fd.name
+		case config.SourceStdin:
+			by = "--password-stdin"
+		case config.SourceEnv:
+			by = fd.env
+		default:
+			continue
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[fd.name] = by
+	}
+	return m
+}
+
+// inUseLine says what the flags and environment set in place of the context's
+// fields: "server http://b:1 (NARAD_ADDR), password (--password-stdin)". Never the
+// password itself.
+func inUseLine(conn config.Connection) string {
+	by := overridden(conn.From)
+	var parts []string
+	for _, fd := range connectionFields {
+		src, ok := by[fd.name]
+		if !ok {
+			continue
+		}
+		value := ""
+		switch fd.name {
+		case "server":
+			value = " " + config.RedactURL(conn.Server)
+		case "user":
+			value = " " + strconv.Quote(conn.User)
+		case "ca-cert":
+			value = " " + conn.CACert
+		case "insecure":
+			value = " " + strconv.FormatBool(conn.Insecure)
+		}
+		parts = append(parts, fd.name+value+" ("+src+")")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // --- context rm ---

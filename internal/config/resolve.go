@@ -132,6 +132,17 @@ func (l layers) context(f *File) (string, Source) {
 // server from a flag or the environment that is not that one drops them. The saved
 // password is read (from the system keyring, maybe) only when it may be sent.
 func Resolve(fl Flags, f *File, getenv func(string) string) (Connection, error) {
+	return resolve(fl, f, getenv, true)
+}
+
+// Describe is Resolve without reading any saved password: Password stays empty and
+// From.Password is SourceContext when the saved one would be sent. narad context
+// show asks it, as it must not touch the keyring to say where things come from.
+func Describe(fl Flags, f *File, getenv func(string) string) (Connection, error) {
+	return resolve(fl, f, getenv, false)
+}
+
+func resolve(fl Flags, f *File, getenv func(string) string, readPassword bool) (Connection, error) {
 	l := newLayers(fl, getenv)
 	var conn Connection
 
@@ -168,6 +179,12 @@ func Resolve(fl Flags, f *File, getenv func(string) string) (Connection, error) 
 		return SourceContext
 	}
 	savedPass := func() error {
+		if !readPassword {
+			if _, has := saved.HasPassword(); has {
+				conn.From.Password = SourceContext
+			}
+			return nil
+		}
 		pw, err := savedPassword(saved)
 		if err != nil {
 			return fmt.Errorf("context %q: %v", name, err)

@@ -167,3 +167,28 @@ func TestResolveKeyringMissing(t *testing.T) {
 		t.Errorf("elsewhere: %v, want no keyring read", err)
 	}
 }
+
+// Describe resolves as Resolve does but never reads a saved password: it says only
+// whether one would be sent (context show must not touch the keyring).
+func TestDescribeReadsNoPassword(t *testing.T) {
+	keyring.MockInit() // empty: Resolve would fail to find kr's password
+	t.Cleanup(func() { keyring.MockInitWithError(keyring.ErrUnsupportedPlatform) })
+	getenv := func(string) string { return "" }
+	for _, tc := range []struct {
+		flags Flags
+		want  Connection
+	}{
+		{Flags{Context: Flag[string]{Value: "kr", Set: true}},
+			Connection{Server: "https://kr.example.com", User: "ci", Context: "kr",
+				From: Sources{Server: SourceContext, User: SourceContext, Password: SourceContext, Context: SourceFlag}}},
+		{Flags{},
+			Connection{Server: "https://narad.example.com", User: "app", CACert: "/etc/narad/ca.pem", Insecure: true, Context: "prod",
+				From: Sources{Server: SourceContext, User: SourceContext, Password: SourceContext, Context: SourceCurrent,
+					CACert: SourceContext, Insecure: SourceContext}}},
+	} {
+		got, err := Describe(tc.flags, resolveFile(), getenv)
+		if err != nil || got != tc.want {
+			t.Errorf("Describe(%+v) = %+v, %v\nwant %+v", tc.flags, got, err, tc.want)
+		}
+	}
+}
