@@ -151,7 +151,7 @@ func New(cfg Config) (*Client, error) {
 	if u.Scheme == "https" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure}
 		if cfg.CACertFile != "" {
-			pem, err := os.ReadFile(cfg.CACertFile)
+			pem, err := readCACert(cfg.CACertFile)
 			if err != nil {
 				return nil, fmt.Errorf("CA certificate: %w", err)
 			}
@@ -170,6 +170,26 @@ func New(cfg Config) (*Client, error) {
 	// because a long-polling consume needs a longer one than an ack.
 	c.http = &http.Client{Transport: tr, CheckRedirect: refuseRedirect}
 	return c, nil
+}
+
+// maxCACert bounds a CA file: a bundle of every public root is about 200 KB.
+const maxCACert = 1 << 20
+
+// readCACert reads a CA file if it is a regular file of at most maxCACert, as the
+// config file is read: a FIFO would block narad deaf to Ctrl-C until a writer came,
+// and /dev/zero would be read until memory ran out.
+func readCACert(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > maxCACert {
+		return nil, fmt.Errorf("%s is larger than 1 MiB", path)
+	}
+	return os.ReadFile(path)
 }
 
 // refuseRedirect makes a redirect an answer (shown as an error) instead of a request

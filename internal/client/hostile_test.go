@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -196,5 +197,17 @@ func TestNeverReachedIsTheErrorWhenTheDeadlineEndsTheRetries(t *testing.T) {
 				t.Errorf("error %v is not IsUnreachable", err)
 			}
 		})
+	}
+}
+
+// --ca-cert is read only if it is a regular file of at most 1 MiB: /dev/zero would be
+// read until memory ran out.
+func TestCACertMustBeARegularFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /dev/zero")
+	}
+	_, err := New(Config{BaseURL: "https://127.0.0.1:1", CACertFile: "/dev/zero"})
+	if err == nil || !strings.Contains(err.Error(), "/dev/zero is not a regular file") {
+		t.Errorf("error %v; want it refused", err)
 	}
 }
