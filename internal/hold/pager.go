@@ -4,9 +4,10 @@ import "strings"
 
 // pager scrolls the payload's lines, already fitted to the width (see formatted.fit):
 // a keystroke moves an offset and a redraw joins one screen of lines, whatever the
-// payload's size. (The bubbles viewport measured the width of every line it was given,
-// 45 ms for 1 MiB, and its package brings lipgloss v2, whose initialisation detects
-// the terminal, running `tmux info` inside tmux, for every command of the binary.)
+// payload's size. (The bubbles viewport measured the width of every line it was given
+// at each redraw, see docs/performance.md, and its package brings lipgloss v2, whose
+// initialisation detects the terminal, running `tmux info` inside tmux, for every
+// command of the binary.)
 type pager struct {
 	lines  []string
 	off    int

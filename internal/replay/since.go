@@ -43,21 +43,15 @@ type Found struct {
 	read map[int64]*client.Message
 }
 
-// probe is one read of the search: its offset and stamp.
-type probe struct {
-	off int64
-	ts  int64
-	m   *client.Message
-}
-
 // findStart searches partition p (its stats as of st) for the first offset whose
 // message is stamped at or after since (unix seconds).
 func findStart(ctx context.Context, src Source, topic string, p int, st client.PartitionStats, since int64) (Found, error) {
 	lo, hi := st.OldestOffset, st.HighWatermark
 	f := Found{Partition: p, Messages: max(0, hi-lo)}
-	// below is the nearest probe left of the window (stamped before since), above
-	// the nearest one at its right end (stamped at or after since); nil: none yet.
-	var below, above *probe
+	// below is the stamp of the nearest probe left of the window (stamped before
+	// since), above that of the nearest one at its right end (stamped at or after
+	// since); nil: none yet.
+	var below, above *int64
 	var probes []*client.Message
 	for lo < hi {
 		mid := lo + (hi-lo)/2
@@ -92,14 +86,15 @@ func findStart(ctx context.Context, src Source, topic string, p int, st client.P
 			continue
 		}
 		probes = append(probes, m)
-		if (below != nil && m.Timestamp < below.ts) || (above != nil && m.Timestamp > above.ts) {
+		if (below != nil && m.Timestamp < *below) || (above != nil && m.Timestamp > *above) {
 			f.Broken = true
 			break
 		}
-		if m.Timestamp < since {
-			lo, below = mid+1, &probe{mid, m.Timestamp, m}
+		ts := m.Timestamp
+		if ts < since {
+			lo, below = mid+1, &ts
 		} else {
-			hi, above = mid, &probe{mid, m.Timestamp, m}
+			hi, above = mid, &ts
 		}
 	}
 	f.Start = lo
