@@ -23,11 +23,11 @@ type Pacer struct {
 	factor float64
 	stop   <-chan struct{}
 
-	started bool
-	start   time.Time    // when the first timestamped record went
-	first   atomic.Int64 // its timestamp
+	start time.Time    // when the first timestamped record went
+	first atomic.Int64 // its timestamp
 
-	pos    atomic.Int64 // the latest timestamp let through, unix seconds
+	pos atomic.Int64 // the latest timestamp let through, unix seconds
+	// hasPos: the first timestamped record went (start, first and pos are set).
 	hasPos atomic.Bool
 	// behind is the first record that came after the tape had passed its time.
 	behind atomic.Pointer[Behind]
@@ -59,8 +59,8 @@ func (p *Pacer) Next() (*Record, error) {
 		return rec, err
 	}
 	ts := *rec.Timestamp
-	if !p.started {
-		p.started, p.start = true, time.Now()
+	if !p.hasPos.Load() {
+		p.start = time.Now()
 		p.first.Store(ts)
 		p.pos.Store(ts)
 		p.hasPos.Store(true)
