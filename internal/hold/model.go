@@ -207,24 +207,17 @@ func (m Model) tick() tea.Cmd {
 	return m.o.After(tickEvery, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func (m Model) ask() tea.Cmd {
-	ready := m.o.Ready
-	if ready == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		ready()
-		return nil
-	}
-}
+func (m Model) ask() tea.Cmd  { return callCmd(m.o.Ready) }
+func (m Model) done() tea.Cmd { return callCmd(m.o.Done) }
 
-func (m Model) done() tea.Cmd {
-	done := m.o.Done
-	if done == nil {
+// callCmd is a command that calls f (the feed's side), so that Update itself only
+// returns what is to be done, as with every other effect; nil when there is no f.
+func callCmd(f func()) tea.Cmd {
+	if f == nil {
 		return nil
 	}
 	return func() tea.Msg {
-		done()
+		f()
 		return nil
 	}
 }
@@ -396,11 +389,7 @@ func (m *Model) settle(e *entry, a action) tea.Cmd {
 				}
 			}
 			var k *string
-			if b, ok, kerr := msg.KeyBytes(); ok {
-				s := string(b)
-				if kerr != nil {
-					s = *msg.Key
-				}
+			if s, ok := keyText(msg); ok {
 				k = &s
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -726,12 +715,7 @@ func (m Model) header(e *entry) string {
 	msg := e.m
 	parts := []string{st.Header.Render(render.Escape(msg.Topic)),
 		st.Tag.Render(fmt.Sprintf("p%d @%d", msg.Partition, msg.Offset))}
-	if msg.HasKey() {
-		k, _, err := msg.KeyBytes()
-		ks := string(k)
-		if err != nil {
-			ks = *msg.Key
-		}
+	if ks, ok := keyText(msg); ok {
 		parts = append(parts, st.Key.Render("key="+render.Escape(ks)))
 	}
 	t := time.Unix(msg.Timestamp, 0)
@@ -817,4 +801,14 @@ func (m Model) leaseText(e *entry) string {
 		return "lease ran out: no extend confirmed, it may be delivered again"
 	}
 	return fmt.Sprintf("lease %s left, kept", left.Round(time.Second/10).String())
+}
+
+// keyText is msg's key decoded, or as the node sent it when it cannot be decoded (what
+// exec mode's dead letter keeps too); false when the message has none.
+func keyText(msg *client.Message) (string, bool) {
+	b, ok, err := msg.KeyBytes()
+	if err != nil {
+		return *msg.Key, true
+	}
+	return string(b), ok
 }
