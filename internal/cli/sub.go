@@ -93,7 +93,9 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			"Through a pipe (Linux) a line is acked once the reader took it, and the next goes into the\n" +
 			"pipe only then: `narad sub orders | head -n 2` acks exactly two and gives the rest back.\n\n" +
 			"With -- COMMAND, run the command once per message (payload on stdin, NARAD_* in the\n" +
-			"environment), extend the lease while it runs, ack on success and nack on failure." + execHelp,
+			"environment), extend the lease while it runs, ack on success and nack on failure.\n" +
+			"With --peek -- COMMAND (a canary), run it the same way per message read, taking nothing:\n" +
+			"no lease, ack or nack, so a new handler is tried on live traffic; exit 1 if any failed." + execHelp,
 		Example: "  # Print and ack messages as they come (Ctrl-C to stop)\n" +
 			"  narad sub orders\n\n" +
 			"  # CI smoke check: exit 0 once a message came, 3 if none within 30s\n" +
@@ -107,6 +109,9 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			"  # A worker: four commands at once, a message acked when its command\n" +
 			"  # exits 0\n" +
 			"  narad sub orders -j 4 -- ./handle-order.sh\n\n" +
+			"  # Try a new handler on live traffic without taking any: exit 1 if\n" +
+			"  # it failed on any of the next 500 messages\n" +
+			"  narad sub orders --peek --count 500 -j 4 --stats -- ./handle-order-v2.sh\n\n" +
 			"  # The same worker under systemd (a unit's ExecStart=); SIGTERM lets\n" +
 			"  # running commands finish\n" +
 			"  ExecStart=/usr/local/bin/narad sub orders -j 4 --shutdown-grace 60s \\\n" +
@@ -208,6 +213,10 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 var execOnlyFlags = []string{"concurrency", "lease", "kill-grace", "ack-exit-codes", "retry-delay",
 	"max-processing-time", "prefix", "retry-delay-max", "max-attempts", "dead-letter", "dead-letter-format"}
 
+// canaryRefused are the exec-mode flags about holding and settling messages, which
+// `sub --peek -- COMMAND` does not do; --ack-exit-codes still says what succeeded.
+var canaryRefused = []string{"lease", "retry-delay", "retry-delay-max", "max-attempts", "dead-letter", "dead-letter-format"}
+
 // validate checks the flags together; changed says whether a flag was given.
 func (opts *SubOptions) validate(changed func(string) bool) error {
 	switch {
@@ -240,7 +249,12 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 			}
 		}
 		if opts.Command != nil {
-			return usageErrorf("--peek cannot run a command")
+			// A canary takes nothing, so what settles or holds a message means nothing.
+			for _, name := range canaryRefused {
+				if changed(name) {
+					return usageErrorf("--%s does not apply to --peek -- COMMAND (a canary takes nothing: no lease, no retry, no dead letter)", name)
+				}
+			}
 		}
 		if opts.Offset != nil && (opts.Partition == nil || changed("from-beginning")) {
 			return usageErrorf("--offset needs --partition (and not --from-beginning)")
@@ -338,6 +352,9 @@ func subRun(f *Factory, opts *SubOptions) error {
 		return holdRun(f, opts)
 	}
 	tuning := streamGC(f.Getenv)
+	if opts.Peek && opts.Command != nil {
+		return canaryRun(f, opts)
+	}
 	if opts.Peek {
 		return peekRun(f, opts)
 	}
@@ -573,9 +590,15 @@ func roundDuration(d time.Duration) string {
 	return s
 }
 
+// stopNoticer is exec mode's or the canary's: what the first signal waits for.
+type stopNoticer interface {
+	StopNotice(again string) string
+	Say(line string)
+}
+
 // announceStop says at the first signal what exec mode still waits for; the func it
 // returns ends the watch.
-func announceStop(f *Factory, sup *supervisor.Supervisor) (stop func()) {
+func announceStop(f *Factory, sup stopNoticer) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -627,7 +650,13 @@ Counters (--stats):
   ack_gone       acks answered 410: the message may be delivered again
   retries        settlement requests sent again (502, 503, no answer)
   bugs           second settlements of one message, refused
-  dead_lettered  messages produced to --dead-letter, then acked`
+  dead_lettered  messages produced to --dead-letter, then acked
+
+A canary's counters (--peek -- COMMAND --stats): ran, succeeded (exit 0 or
+--ack-exit-codes), failed (timed_out, not_started and signaled among them),
+stopped (by the shutdown), each exit code seen, and the commands' p50, p95 and
+max durations. The first signal stops reading and lets running commands finish
+(up to --shutdown-grace); the second stops them.`
 
 // peekReplay is the replay --peek reads (plain and -i): each partition's tail
 // followed, or where --from-beginning, --offset or --since put the start.

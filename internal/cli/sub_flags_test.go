@@ -126,7 +126,11 @@ func TestSubFlags(t *testing.T) {
 		{[]string{"orders", "--peek", "--offset", "0"}, "--offset needs --partition"},
 		{[]string{"orders", "--peek", "--partition", "1", "--offset", "0", "--from-beginning"}, "--offset needs --partition"},
 		{[]string{"orders", "--peek", "--max", "100"}, "--max does not apply to --peek"}, // the default, given
-		{[]string{"orders", "--peek", "--", "sh"}, "--peek cannot run a command"},
+		{[]string{"orders", "--peek", "--lease", "1m", "--", "sh"}, "--lease does not apply to --peek -- COMMAND"},
+		{[]string{"orders", "--peek", "--retry-delay-max", "1m", "--", "sh"}, "--retry-delay-max does not apply to --peek -- COMMAND"},
+		{[]string{"orders", "--peek", "--max-attempts", "2", "--dead-letter", "d", "--", "sh"}, "--max-attempts does not apply to --peek -- COMMAND"},
+		{[]string{"orders", "--peek", "--no-ack", "--", "sh"}, "--no-ack does not apply to --peek"},
+		{[]string{"orders", "--peek", "-j", "0", "--", "sh"}, "--concurrency must be 1..100"},
 		{[]string{"orders", "--lease", "1m"}, "--lease needs a command"},
 		{[]string{"orders", "--ack-exit-codes", "0"}, "--ack-exit-codes needs a command"},
 		{[]string{"orders", "--no-ack", "--", "sh"}, "--no-ack cannot"},

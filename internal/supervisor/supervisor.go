@@ -403,7 +403,7 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 		return
 	}
 	s.update(func() { s.waiting--; s.running++ })
-	r := s.run(ctx, d, lease)
+	r := s.run(ctx, d.Message(), lease.lost)
 	<-s.sem
 	if s.o.OnCommand != nil && r.end != notRun {
 		s.o.OnCommand(r.took)
@@ -588,9 +588,9 @@ func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message, n int, r
 	return s.o.Producer.Produce(ctx, s.o.DeadLetter, body, po)
 }
 
-// run runs the command for d and waits for it to end one way or another.
-func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) result {
-	m := d.Message()
+// run runs the command for m and waits for it to end one way or another; lost closing
+// (its lease is gone; nil for a canary, which holds none) stops it.
+func (s *Supervisor) run(ctx context.Context, m *client.Message, lost <-chan struct{}) result {
 	stdin, err := s.o.Decode(m)
 	if err != nil {
 		return result{end: notRun, how: fmt.Sprintf("cannot decode the payload (%v)", err)}
@@ -605,7 +605,7 @@ func (s *Supervisor) run(ctx context.Context, d consumer.Delivery, lease *leaseK
 	r := result{end: exited}
 	select {
 	case <-c.done:
-	case <-lease.lost:
+	case <-lost:
 		r.end = leaseLost
 		c.terminate(ctx, s.o.KillGrace)
 	case <-limit.C:
