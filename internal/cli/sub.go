@@ -111,7 +111,7 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			"  narad sub orders -j 4 -- ./handle-order.sh\n\n" +
 			"  # Try a new handler on live traffic without taking any: exit 1 if\n" +
 			"  # it failed on any of the next 500 messages\n" +
-			"  narad sub orders --peek --count 500 -j 4 --stats -- ./handle-order-v2.sh\n\n" +
+			"  narad sub orders --peek --count 500 -j 4 --stats -- ./handle-v2\n\n" +
 			"  # The same worker under systemd (a unit's ExecStart=); SIGTERM lets\n" +
 			"  # running commands finish\n" +
 			"  ExecStart=/usr/local/bin/narad sub orders -j 4 --shutdown-grace 60s \\\n" +
