@@ -490,19 +490,8 @@ func countOf(n int64, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// formatBytes is a size for people: 512 B, 46.9 KiB, 2.0 MiB.
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
-}
+// formatBytes is render.ByteSize, under the name the commands call it by.
+func formatBytes(n int64) string { return render.ByteSize(n) }
 
 // statusText is a client error without its op prefix: "413 message too large".
 func statusText(err error) string {

@@ -548,7 +548,7 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if err != nil {
 			b = e.m.Payload
 		}
-		m.note = fmt.Sprintf("copied %s to the clipboard (OSC 52: the terminal has to allow it)", humanSize(len(b)))
+		m.note = fmt.Sprintf("copied %s to the clipboard (OSC 52: the terminal has to allow it)", render.ByteSize(int64(len(b))))
 		return m, tea.SetClipboard(string(b))
 	case key.Matches(k, m.keys.Ack, m.keys.Nack, m.keys.Extend, m.keys.DeadLetter, m.keys.Skip):
 		return m.decide(k, e)
@@ -737,7 +737,7 @@ func (m Model) header(e *entry) string {
 		f = e.f[1]
 	}
 	if f != nil {
-		parts = append(parts, f.kind+" "+humanSize(f.size))
+		parts = append(parts, f.kind+" "+render.ByteSize(int64(f.size)))
 	}
 	return strings.Join(parts, "  ")
 }

@@ -2,7 +2,6 @@ package hold
 
 import (
 	"bytes"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -296,15 +295,4 @@ func appendEscapedString(dst, s []byte) []byte {
 		return append(dst, s...)
 	}
 	return append(dst, render.Escape(string(s))...)
-}
-
-// humanSize is a byte count as a person reads it: 512 B, 1.5 KiB, 1.0 MiB.
-func humanSize(n int) string {
-	switch {
-	case n < 1024:
-		return strconv.Itoa(n) + " B"
-	case n < 1024*1024:
-		return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KiB"
-	}
-	return strconv.FormatFloat(float64(n)/(1024*1024), 'f', 1, 64) + " MiB"
 }
