@@ -1,10 +1,10 @@
 package render
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
@@ -29,7 +29,7 @@ func (e *JQError) Unwrap() error { return e.Err }
 // ($ENV and env are empty): a --jq typed from a shell history must not be able to
 // print NARAD_PASS.
 func CompileJQ(src string) (*JQ, error) {
-	if len(bytes.TrimSpace([]byte(src))) == 0 {
+	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty expression")
 	}
 	q, err := gojq.Parse(src)
