@@ -53,6 +53,7 @@ var goals = []goal{
 	{"memory", (*bench).memory},
 	{"find", (*bench).find},
 	{"metrics", (*bench).metrics},
+	{"canary", (*bench).canary},
 }
 
 func main() {
