@@ -300,6 +300,23 @@ func TestDeadLetterProducesThenAcks(t *testing.T) {
 	}
 }
 
+// With Letter (--dead-letter-format envelope) d produces what Letter makes of the
+// message and how many times it was seen, in place of the payload.
+func TestDeadLetterWithLetter(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.DeadLetter = "dlq"
+		o.Letter = func(m *client.Message, seen int) ([]byte, error) {
+			return []byte(fmt.Sprintf("letter of %s seen %d", m.Payload, seen)), nil
+		}
+	})
+	f := &fakeHeld{m: msgOf(`"bad"`, 1), renewed: t0}
+	h.arrive(f)
+	h.key("d")
+	if f.got() != "deadlettered" || len(h.prod) != 1 || h.prod[0] != `dlq:letter of "bad" seen 1` {
+		t.Errorf("calls %q produced %q", f.got(), h.prod)
+	}
+}
+
 func TestSkipTakesTheNextBeforeGivingBack(t *testing.T) {
 	h := newHarness(t, nil)
 	first := &fakeHeld{m: msgOf(`1`, 1), renewed: t0}
