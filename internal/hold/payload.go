@@ -3,7 +3,6 @@ package hold
 import (
 	"bytes"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -220,7 +219,7 @@ func prettyJSON(b []byte, c codes) (lines []string, ok bool) {
 				on, off = c.keyOn, c.keyOff
 			}
 			out = append(out, on...)
-			out = appendEscapedString(out, b[i:end])
+			out = render.AppendEscaped(out, b[i:end])
 			out = append(out, off...)
 			i = end
 		default:
@@ -236,7 +235,7 @@ func prettyJSON(b []byte, c codes) (lines []string, ok bool) {
 				on, off = c.litOn, c.litOff
 			}
 			out = append(out, on...)
-			out = appendEscapedString(out, b[i:j])
+			out = render.AppendEscaped(out, b[i:j])
 			out = append(out, off...)
 			i = j
 		}
@@ -279,20 +278,4 @@ func stringEnd(b []byte, i int) int {
 		return j + 1
 	}
 	return -1
-}
-
-// appendEscapedString appends s escaped for a terminal, copying it as it is when it
-// needs nothing (the usual case: one scan).
-func appendEscapedString(dst, s []byte) []byte {
-	clean := true
-	for _, ch := range s {
-		if ch < 0x20 || ch == 0x7f || ch >= utf8.RuneSelf {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return append(dst, s...)
-	}
-	return append(dst, render.Escape(string(s))...)
 }

@@ -80,6 +80,10 @@ func needsEscape[T byteseq](s T) bool {
 	return false
 }
 
+// AppendEscaped appends s to dst escaped as Escape escapes it, without converting s to
+// a string (hold mode escapes a payload's JSON strings in place).
+func AppendEscaped(dst, s []byte) []byte { return appendEscaped(dst, s) }
+
 // appendEscaped appends s to dst with the escapes described at Escape. Clean runs are
 // copied in one append each.
 func appendEscaped[T byteseq](dst []byte, s T) []byte {
