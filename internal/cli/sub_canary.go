@@ -84,7 +84,10 @@ func canaryRun(f *Factory, opts *SubOptions) error {
 	})
 	can.Finish(f.Signals.Hard, f.Signals.Soft)
 	st := can.Stats()
-	printCanaryStats(f, opts.Stats, st)
+	if !(err != nil && st.Ran == 0 && opts.Stats != "json") {
+		// (Nothing run before a fatal error says nothing: the error line does.)
+		printCanaryStats(f, opts.Stats, st)
+	}
 	filterFailures(f, mt)
 	switch {
 	case sctx.Err() != nil:
