@@ -11,6 +11,7 @@ import (
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // The cluster commands: members, moves, decommission (admin).
@@ -211,16 +212,16 @@ func clusterDecommissionRun(f *Factory, opts *ClusterDecommissionOptions) error 
 			if verdict == nil {
 				verdict = json.RawMessage("{}")
 			}
-			return writeOut(f, string(render.InertJSON(verdict))+"\n")
+			return writeOut(f, string(textenc.InertJSON(verdict))+"\n")
 		}
 		if summary, ok := summarizeVerdict(opts.ID, verdict); ok {
 			return writeOut(f, summary)
 		}
 		fmt.Fprintf(f.IO.ErrOut, "dry run of decommissioning %s (nothing changed); the node's verdict:\n", id)
 		var out bytes.Buffer
-		if len(verdict) == 0 || json.Indent(&out, render.InertJSON(verdict), "", "  ") != nil {
+		if len(verdict) == 0 || json.Indent(&out, textenc.InertJSON(verdict), "", "  ") != nil {
 			out.Reset()
-			out.Write(render.InertJSON(verdict))
+			out.Write(textenc.InertJSON(verdict))
 		}
 		out.WriteByte('\n')
 		return writeOut(f, out.String())

@@ -11,6 +11,7 @@ import (
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // MessageOutput is how sub, sub --peek and replay print each message, resolved from
@@ -110,7 +111,7 @@ func writeJSONLine(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(render.InertJSON(b), '\n'))
+	_, err = w.Write(append(textenc.InertJSON(b), '\n'))
 	return err
 }
 

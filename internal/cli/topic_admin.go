@@ -16,6 +16,7 @@ import (
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // The topic commands that change a topic's settings or its fan-out children:
@@ -516,8 +517,8 @@ func topicSchemaRun(f *Factory, opts *TopicSchemaOptions) error {
 		}
 		// InertJSON first: a schema's strings may hold C1 controls, which JSON
 		// leaves raw and a terminal would act on.
-		if err := json.Indent(&out, render.InertJSON(v.Schema), "", "  "); err != nil {
-			out.Write(render.InertJSON(v.Schema))
+		if err := json.Indent(&out, textenc.InertJSON(v.Schema), "", "  "); err != nil {
+			out.Write(textenc.InertJSON(v.Schema))
 		}
 		out.WriteByte('\n')
 	}

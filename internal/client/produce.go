@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 // Produce sends body as one message. 202 (any 2xx) is durable acceptance and is
@@ -240,7 +242,7 @@ func appendProduceMessage(dst []byte, m ProduceMessage) []byte {
 	if m.Key != nil && *m.Key != "" {
 		dst = append(dst, `,"key":`...)
 		if utf8.ValidString(*m.Key) {
-			dst = appendJSONString(dst, *m.Key)
+			dst = textenc.AppendJSONString(dst, *m.Key, textenc.Wire)
 		} else {
 			dst = append(dst, '"')
 			dst = base64.StdEncoding.AppendEncode(dst, []byte(*m.Key))
@@ -275,32 +277,3 @@ func verbatimJSON(p []byte) bool {
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// appendJSONString quotes valid UTF-8 as a JSON string, escaping only what JSON needs.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 const (
@@ -424,10 +426,10 @@ func (s *settleCall) ackBody(idx []int) []byte {
 }
 
 // appendHandleJSON appends a handle as a JSON string: valid UTF-8 (every handle a
-// node sends) as appendJSONString writes it, anything else as json.Marshal does.
+// node sends) as textenc.AppendJSONString writes it, anything else as json.Marshal does.
 func appendHandleJSON(dst []byte, h string) []byte {
 	if utf8.ValidString(h) {
-		return appendJSONString(dst, h)
+		return textenc.AppendJSONString(dst, h, textenc.Wire)
 	}
 	enc, _ := json.Marshal(h)
 	return append(dst, enc...)

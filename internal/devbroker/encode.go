@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 // payloadKind is decided once, at produce, because it depends only on the bytes.
@@ -79,7 +81,7 @@ func encodedMessageLen(key string, hasKey bool, payload []byte, kind payloadKind
 // byte for byte. handle is nil for a replay, which carries no receipt_handle.
 func appendMessage(dst []byte, topic string, part int, m *message, legacy bool, handle []byte) []byte {
 	dst = append(dst, `{"topic":`...)
-	dst = appendJSONString(dst, topic)
+	dst = textenc.AppendJSONString(dst, topic, textenc.Wire)
 	dst = append(dst, `,"partition":`...)
 	dst = strconv.AppendInt(dst, int64(part), 10)
 	dst = append(dst, `,"offset":`...)
@@ -88,7 +90,7 @@ func appendMessage(dst []byte, topic string, part int, m *message, legacy bool, 
 		dst = append(dst, `,"key":`...)
 		switch {
 		case utf8.ValidString(m.key):
-			dst = appendJSONString(dst, m.key)
+			dst = textenc.AppendJSONString(dst, m.key, textenc.Wire)
 		case legacy:
 			// What a v3.0 node did: a Go-quoted string, whose \x escapes are not valid
 			// JSON. Clients must survive it, so the dev broker reproduces it.
@@ -104,7 +106,7 @@ func appendMessage(dst []byte, topic string, part int, m *message, legacy bool, 
 	case payloadJSON:
 		dst = append(dst, m.payload...)
 	case payloadText:
-		dst = appendJSONString(dst, string(m.payload))
+		dst = textenc.AppendJSONString(dst, string(m.payload), textenc.Wire)
 	default:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, m.payload)
@@ -118,34 +120,4 @@ func appendMessage(dst []byte, topic string, part int, m *message, legacy bool, 
 		dst = append(dst, '"')
 	}
 	return append(dst, '}')
-}
-
-// appendJSONString quotes valid UTF-8 as a JSON string. Unlike encoding/json it leaves
-// <, > and & alone: they are valid JSON and a terminal user reads them more easily.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

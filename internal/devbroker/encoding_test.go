@@ -126,16 +126,6 @@ func TestKeyEncoding(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", "\"\\\n\r\t\x00\x1f\x7f", "<>&", "日本語", "\u2028\u2029"} {
-		got := appendJSONString(nil, s)
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil || back != s {
-			t.Errorf("appendJSONString(%q) = %s (%v)", s, got, err)
-		}
-	}
-}
-
 // Point 7: bytes that parse as JSON but are not valid UTF-8 (json.Valid does not check the
 // bytes inside strings) are not "a JSON value": verbatim they would make the body invalid
 // JSON and a client would read U+FFFD. They are binary: base64 with payload_encoding.

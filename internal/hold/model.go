@@ -15,6 +15,7 @@ import (
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // Held is a message taken for the screen: a consumer.Delivery in a run. The model
@@ -272,10 +273,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case Stop:
 		return m.stop()
 	case NodeLost:
-		m.node = "node lost: " + render.Escape(msg.Err.Error()) + "; retrying (the lease is kept while it answers extends)"
+		m.node = "node lost: " + textenc.Escape(msg.Err.Error()) + "; retrying (the lease is kept while it answers extends)"
 		return m, nil
 	case Notice:
-		m.note = render.Escape(strings.TrimSpace(msg.Text))
+		m.note = textenc.Escape(strings.TrimSpace(msg.Text))
 		return m, nil
 	case NodeBack:
 		m.node = ""
@@ -419,12 +420,12 @@ func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
 		case errors.Is(r.err, consumer.ErrAlreadySettled):
 			cmds = append(cmds, m.lost(e, "lease lost: it may be with another consumer now"))
 		default:
-			e.note, e.bad = "extend failed: "+render.Escape(r.err.Error())+" (the lease is still kept automatically)", true
+			e.note, e.bad = "extend failed: "+textenc.Escape(r.err.Error())+" (the lease is still kept automatically)", true
 		}
 		return m, m.andQuit(cmds)
 	case actProduce:
 		if r.err != nil {
-			e.note, e.bad = "dead-letter produce failed: "+render.Escape(r.err.Error())+" (nothing settled: it is still held)", true
+			e.note, e.bad = "dead-letter produce failed: "+textenc.Escape(r.err.Error())+" (nothing settled: it is still held)", true
 			return m, m.andQuit(nil)
 		}
 		return m, m.settle(e, actDeadLetter)
@@ -459,7 +460,7 @@ func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
 		}
 	default:
 		m.tally.failed++
-		e.note, e.bad = fmt.Sprintf("%s failed: %s (not confirmed: it may be delivered again; s for the next)", r.act.doing(), render.Escape(r.err.Error())), true
+		e.note, e.bad = fmt.Sprintf("%s failed: %s (not confirmed: it may be delivered again; s for the next)", r.act.doing(), textenc.Escape(r.err.Error())), true
 		if r.act != actAck && r.act != actDeadLetter {
 			cmds = append(cmds, m.drop(e))
 		}
@@ -670,7 +671,7 @@ func (m Model) View() tea.View {
 	}
 	switch {
 	case m.help:
-		line(st.Header.Render("narad sub " + render.Escape(m.o.Topic) + " -i: keys"))
+		line(st.Header.Render("narad sub " + textenc.Escape(m.o.Topic) + " -i: keys"))
 		line("")
 		rows := 2
 		for _, h := range m.keys.helpLines() {
@@ -689,7 +690,7 @@ func (m Model) View() tea.View {
 			line("")
 		}
 	case e == nil:
-		what := "waiting for a message on " + render.Escape(m.o.Topic) + "…"
+		what := "waiting for a message on " + textenc.Escape(m.o.Topic) + "…"
 		if m.quit {
 			what = "giving back what is held…"
 		}
@@ -713,10 +714,10 @@ func (m Model) View() tea.View {
 func (m Model) header(e *entry) string {
 	st := m.o.Styles
 	msg := e.m
-	parts := []string{st.Header.Render(render.Escape(msg.Topic)),
+	parts := []string{st.Header.Render(textenc.Escape(msg.Topic)),
 		st.Tag.Render(fmt.Sprintf("p%d @%d", msg.Partition, msg.Offset))}
 	if ks, ok := keyText(msg); ok {
-		parts = append(parts, st.Key.Render("key="+render.Escape(ks)))
+		parts = append(parts, st.Key.Render("key="+textenc.Escape(ks)))
 	}
 	t := time.Unix(msg.Timestamp, 0)
 	switch {

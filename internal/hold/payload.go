@@ -8,6 +8,7 @@ import (
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // A payload is formatted in two steps: once per message (and per raw/pretty choice)
@@ -46,14 +47,14 @@ func format(m *client.Message, raw bool, c codes) formatted {
 	if err != nil {
 		// An encoding this client does not know, or a broken payload: show what the
 		// node sent, escaped, and say why it is not decoded.
-		return formatted{kind: "unknown", size: len(m.Payload), lines: append([]string{"(" + render.Escape(err.Error()) + ")"}, textLines(m.Payload)...)}
+		return formatted{kind: "unknown", size: len(m.Payload), lines: append([]string{"(" + textenc.Escape(err.Error()) + ")"}, textLines(m.Payload)...)}
 	}
 	f := formatted{size: len(b)}
 	switch {
 	case kind == client.PayloadBinary && !raw:
 		f.kind, f.bin = "binary", b
 	case kind == client.PayloadBinary:
-		f.kind, f.lines = "binary", []string{render.Escape(string(b))}
+		f.kind, f.lines = "binary", []string{textenc.Escape(string(b))}
 	case kind == client.PayloadJSON && !raw:
 		f.kind = "json"
 		if lines, ok := prettyJSON(b, c); ok {
@@ -78,7 +79,7 @@ func textLines[T ~string | ~[]byte](b T) []string {
 		if strings.IndexByte(l, '\t') >= 0 {
 			l = strings.ReplaceAll(l, "\t", "    ")
 		}
-		lines[i] = render.Escape(l)
+		lines[i] = textenc.Escape(l)
 	}
 	return lines
 }
@@ -219,7 +220,7 @@ func prettyJSON(b []byte, c codes) (lines []string, ok bool) {
 				on, off = c.keyOn, c.keyOff
 			}
 			out = append(out, on...)
-			out = render.AppendEscaped(out, b[i:end])
+			out = textenc.AppendEscape(out, b[i:end])
 			out = append(out, off...)
 			i = end
 		default:
@@ -235,7 +236,7 @@ func prettyJSON(b []byte, c codes) (lines []string, ok bool) {
 				on, off = c.litOn, c.litOff
 			}
 			out = append(out, on...)
-			out = render.AppendEscaped(out, b[i:j])
+			out = textenc.AppendEscape(out, b[i:j])
 			out = append(out, off...)
 			i = j
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/itchyny/gojq"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // JQ is a jq expression (--jq, --filter), compiled once and run on each value a
@@ -67,7 +68,7 @@ func (q *JQ) AppendResults(dst []byte, v any, escape bool) ([]byte, error) {
 			return dst[:orig], &JQError{Err: r}
 		case string:
 			if escape {
-				dst = appendEscaped(dst, r)
+				dst = textenc.AppendEscape(dst, r)
 			} else {
 				dst = append(dst, r...)
 			}
@@ -78,7 +79,7 @@ func (q *JQ) AppendResults(dst []byte, v any, escape bool) ([]byte, error) {
 				return dst[:orig], &JQError{Err: err}
 			}
 			dst = append(dst, b...)
-			dst = append(dst[:start], InertJSON(dst[start:])...)
+			dst = append(dst[:start], textenc.InertJSON(dst[start:])...)
 		}
 		dst = append(dst, '\n')
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/textenc"
 )
 
 var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
@@ -28,7 +29,7 @@ var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
 //     "payload_encoding":"base64". Compacting it would change the produced bytes, and a
 //     raw newline would split the record; base64 is the API's own way of carrying bytes
 //     exactly, and `produce --json` already decodes it.
-//   - A payload holding raw a character InertJSON escapes (DEL, C1 controls, bidi
+//   - A payload holding raw a character textenc.InertJSON escapes (DEL, C1 controls, bidi
 //     controls, zero-width characters, U+2028/U+2029: JSON allows them in a string, and
 //     a terminal acts on them or hides text with them): a text payload as the same
 //     string with them escaped, any other JSON value base64 as above.
@@ -67,16 +68,16 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 	// node can send bytes that are not UTF-8 inside it, and a new encoding would turn
 	// them into U+FFFD where the verbatim string keeps them.
 	// An encoded payload is a string too: its value is unchanged by the escapes.
-	if !asBase64 && inertIndex(raw) >= 0 {
+	if !asBase64 && textenc.IndexInert(raw) >= 0 {
 		if v := trimJSONSpace(raw); v[0] == '"' {
-			raw = InertJSON(v)
+			raw = textenc.InertJSON(v)
 		} else {
 			asBase64 = true
 		}
 	}
 
 	dst = append(dst, `{"topic":`...)
-	dst = appendJSONString(dst, m.Topic)
+	dst = textenc.AppendJSONString(dst, m.Topic, textenc.Inert)
 	dst = append(dst, `,"partition":`...)
 	dst = strconv.AppendInt(dst, int64(m.Partition), 10)
 	dst = append(dst, `,"offset":`...)
@@ -89,10 +90,10 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 			dst = base64.StdEncoding.AppendEncode(dst, []byte(*m.Key))
 			dst = append(dst, `","key_encoding":"base64"`...)
 		default:
-			dst = appendJSONString(dst, *m.Key)
+			dst = textenc.AppendJSONString(dst, *m.Key, textenc.Inert)
 			if m.KeyEncoding != "" {
 				dst = append(dst, `,"key_encoding":`...)
-				dst = appendJSONString(dst, m.KeyEncoding)
+				dst = textenc.AppendJSONString(dst, m.KeyEncoding, textenc.Inert)
 			}
 		}
 	}
@@ -106,14 +107,14 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 		dst = append(dst, raw...)
 		if m.PayloadEncoding != "" {
 			dst = append(dst, `,"payload_encoding":`...)
-			dst = appendJSONString(dst, m.PayloadEncoding)
+			dst = textenc.AppendJSONString(dst, m.PayloadEncoding, textenc.Inert)
 		}
 	}
 	dst = append(dst, `,"timestamp":`...)
 	dst = strconv.AppendInt(dst, m.Timestamp, 10)
 	if m.ReceiptHandle != "" {
 		dst = append(dst, `,"receipt_handle":`...)
-		dst = appendJSONString(dst, m.ReceiptHandle)
+		dst = textenc.AppendJSONString(dst, m.ReceiptHandle, textenc.Inert)
 	}
 	return append(dst, "}\n"...), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // The characters that reorder or hide what is read, or that a terminal acts on, and
@@ -72,12 +73,12 @@ func TestJSONWritesHiddenCharactersEscaped(t *testing.T) {
 
 func mustMarshal(v any) string { b, _ := json.Marshal(v); return string(b) }
 
-// InertJSON, which every other -o json document goes through, escapes them too and
+// textenc.InertJSON, which every other -o json document goes through, escapes them too and
 // leaves everything else, bytes that are not UTF-8 included, as it was.
 func TestInertJSONEscapesHiddenCharacters(t *testing.T) {
 	for _, c := range hidden {
 		in, _ := json.Marshal(map[string]string{"name" + string(c): "v" + string(c) + "é日"})
-		out := InertJSON(in)
+		out := textenc.InertJSON(in)
 		if raw := rawHidden(out); raw != "" {
 			t.Errorf("U+%04X: written raw: %q", c, out)
 		}
@@ -87,7 +88,7 @@ func TestInertJSONEscapesHiddenCharacters(t *testing.T) {
 		}
 	}
 	for _, clean := range []string{`{"a":"plain ascii, long enough to pass a word at a time"}`, `"é日本\xff"`} {
-		if out := InertJSON([]byte(clean)); string(out) != clean {
+		if out := textenc.InertJSON([]byte(clean)); string(out) != clean {
 			t.Errorf("%q became %q", clean, out)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // The message decodes itself (client.Message.AppendPayload, AppendKey): this file only
@@ -76,7 +77,7 @@ func appendPayloadText(dst []byte, m *client.Message, summary bool) ([]byte, err
 			}
 			// Not valid JSON after all: show it escaped rather than refuse it.
 		}
-		return appendEscaped(dst, v), nil
+		return textenc.AppendEscape(dst, v), nil
 	}
 	// Decoded into dst's own spare room, and formatted from there.
 	start := len(dst)

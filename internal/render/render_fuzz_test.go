@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // The fuzz targets of the render layer: whatever a node sends in a message, text and
@@ -34,7 +35,7 @@ func inert(b []byte) error {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			return fmt.Errorf("byte %#x at %d is not UTF-8", b[i], i)
-		case r < 0x20 || r == 0x7f || isC1(r):
+		case r < 0x20 || r == 0x7f || textenc.IsC1(r):
 			return fmt.Errorf("control %U at %d", r, i)
 		case isBidiControl(r):
 			return fmt.Errorf("bidi control %U at %d", r, i)
@@ -180,7 +181,7 @@ func FuzzRenderJSON(f *testing.F) {
 			// A tab can only be whitespace between a JSON payload's tokens (a string
 			// cannot hold one raw), kept for the exact bytes; it moves the cursor and
 			// does nothing else.
-			if (r < 0x20 && r != '\t') || isC1(r) {
+			if (r < 0x20 && r != '\t') || textenc.IsC1(r) {
 				t.Fatalf("json record holds %U raw at %d: %q", r, i, out)
 			}
 			i += n

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // seedZone makes the seed guide's example come out as printed there: its timestamp
@@ -206,7 +207,7 @@ func TestTextInjection(t *testing.T) {
 func assertInert(t *testing.T, s string) {
 	t.Helper()
 	for i, r := range s {
-		if r < 0x20 || r == 0x7f || isC1(r) || isInvisible(r) {
+		if r < 0x20 || r == 0x7f || textenc.IsC1(r) || textenc.IsInvisible(r) {
 			t.Errorf("control character %U at %d in %q", r, i, s)
 		}
 	}

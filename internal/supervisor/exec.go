@@ -17,7 +17,7 @@ import (
 
 	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
-	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // outputDrain bounds how long a command's output is read after its process group is
@@ -390,7 +390,7 @@ func (o *output) notice(ctx context.Context, m *client.Message, text string) {
 func joinLines(text string) string {
 	text = strings.TrimSpace(text)
 	text = strings.NewReplacer("\r\n", " | ", "\n", " | ", "\r", " | ", "\t", " ").Replace(text)
-	return render.Escape(text)
+	return textenc.Escape(text)
 }
 
 // line writes a line of narad's own on stderr. Once a stop came (the soft one, or
