@@ -60,17 +60,7 @@ func AppendEscape[T byteseq](dst []byte, s T) []byte {
 				i++
 				continue
 			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			dst = appendControl(append(dst, s[start:i]...), c, false)
 			i++
 			start = i
 			continue

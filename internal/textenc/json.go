@@ -42,14 +42,8 @@ func AppendJSONString(dst []byte, s string, mode Mode) []byte {
 			switch c {
 			case '"', '\\':
 				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
 			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				dst = appendControl(dst, c, true)
 			}
 			i++
 			start = i

@@ -36,3 +36,20 @@ func mustEscape(r rune) bool { return IsC1(r) || IsInvisible(r) }
 func appendUEscape(dst []byte, r rune) []byte {
 	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }
+
+// appendControl appends the escape of the ASCII control or DEL c: \n, \r and \t short,
+// any other as \u00NN in JSON and as \xNN for a terminal (see Escape).
+func appendControl(dst []byte, c byte, json bool) []byte {
+	switch c {
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	if json {
+		return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
+}
