@@ -406,9 +406,13 @@ func subRun(f *Factory, opts *SubOptions) error {
 	var h consumer.Handler
 	var sup *supervisor.Supervisor
 	if opts.Command == nil {
-		tuning.streamProcs(f.Getenv)
 		p := consumer.NewPrinter(f.IO.Out, r)
 		p.ShutdownGrace(opts.ShutdownGrace)
+		if !p.AcksWhenRead() {
+			// A pipe's writer waits in poll for the reader after every line: on one P
+			// that wait held up the consumes and acks behind it.
+			tuning.streamProcs(f.Getenv)
+		}
 		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
 		// leases; the supervisor keeps its own.
 		co.Lease = func(ctx context.Context) (time.Duration, error) {

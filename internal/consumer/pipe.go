@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 )
@@ -85,7 +86,13 @@ type pipeState struct {
 	// a write failed, or the run gave back what waited): nothing is written any more.
 	closing, ended bool
 	wake           chan struct{} // cap 1: a line was queued, or the run changed state
-	changed        chan struct{} // closed and replaced whenever the held lines shrink
+	changed        chan struct{} // closed and replaced when the held lines shrink, if watched
+	watched        bool          // someone waits on changed (slots, drain)
+	// taken are lines the reader took whose acks wait to go out together: one ack
+	// request and one acker wake-up per line made a pipe drain several times slower.
+	// They go to the ackers at a full batch, whenever the writer would wait (nothing
+	// queued, or a reader slower than a tick) and whenever the run settles the pipe.
+	taken []Delivery
 }
 
 func newPipeState(probe pipeProbe, w io.Writer, ack func([]Delivery)) *pipeState {
@@ -132,13 +139,43 @@ func (ps *pipeState) poke() {
 
 // signal wakes whoever waits for the held lines to shrink. Called with mu held.
 func (ps *pipeState) signal() {
+	if !ps.watched {
+		return
+	}
+	ps.watched = false
 	close(ps.changed)
 	ps.changed = make(chan struct{})
+}
+
+// tookLocked records that the reader took d; it returns a full batch of acks to send.
+// Called with mu held.
+func (ps *pipeState) tookLocked(d Delivery) []Delivery {
+	ps.taken = append(ps.taken, d)
+	if len(ps.taken) >= MaxBatch {
+		return ps.takenLocked()
+	}
+	return nil
+}
+
+// takenLocked hands over the acks waiting to go out. Called with mu held.
+func (ps *pipeState) takenLocked() []Delivery {
+	ds := ps.taken
+	ps.taken = nil
+	return ds
+}
+
+// flush sends the acks waiting to go out.
+func (ps *pipeState) flush() {
+	ps.mu.Lock()
+	ds := ps.takenLocked()
+	ps.mu.Unlock()
+	ps.ack(ds)
 }
 
 // writer puts one line at a time into the pipe and acks each once the reader took it.
 func (ps *pipeState) writer() {
 	defer close(ps.wroteAll)
+	defer ps.flush()
 	for {
 		l, ok := ps.next()
 		if !ok {
@@ -148,16 +185,19 @@ func (ps *pipeState) writer() {
 			// An empty record (a --jq that printed nothing) is written as soon as its
 			// turn comes: there is nothing for the reader to take.
 			ps.mu.Lock()
-			mine := ps.cur == l
-			if mine {
+			var full []Delivery
+			if ps.cur == l {
 				ps.cur = nil
 				ps.signal()
+				full = ps.tookLocked(l.d)
 			}
 			ps.mu.Unlock()
-			if mine {
-				ps.ack([]Delivery{l.d})
-			}
+			ps.ack(full)
 			continue
+		}
+		if len(l.b) > os.Getpagesize() {
+			// A line longer than the pipe holds may wait in write for a slow reader.
+			ps.flush()
 		}
 		n, err := ps.w.Write(l.b)
 		if err == nil && n < len(l.b) {
@@ -195,7 +235,9 @@ func (ps *pipeState) next() (*pipeLine, bool) {
 			ps.mu.Unlock()
 			return nil, false
 		}
+		acks := ps.takenLocked()
 		ps.mu.Unlock()
+		ps.ack(acks)
 		<-ps.wake
 	}
 }
@@ -215,8 +257,9 @@ func (ps *pipeState) waitTaken(l *pipeLine) bool {
 		case taken:
 			ps.cur = nil
 			ps.signal()
+			full := ps.tookLocked(l.d)
 			ps.mu.Unlock()
-			ps.ack([]Delivery{l.d})
+			ps.ack(full)
 			return true
 		case gone:
 			ps.mu.Unlock()
@@ -229,7 +272,10 @@ func (ps *pipeState) waitTaken(l *pipeLine) bool {
 			ps.readerGone()
 			return false
 		}
+		// A reader slower than a tick: what it took meanwhile is acked now, not after it.
+		acks := ps.takenLocked()
 		ps.mu.Unlock()
+		ps.ack(acks)
 	}
 }
 
@@ -255,7 +301,7 @@ func (ps *pipeState) writeFailed(l *pipeLine, err error) {
 // on its way, and stay leased to nobody if that consume were cut.
 func (ps *pipeState) readerGone() {
 	ps.mu.Lock()
-	var acks []Delivery
+	acks := ps.takenLocked()
 	if ps.cur != nil {
 		if unread, err := ps.probe.unread(); err == nil && unread == 0 {
 			acks = append(acks, ps.cur.d)
@@ -302,9 +348,12 @@ func (ps *pipeState) watcher() {
 }
 
 // held is how many lines and bytes wait for the reader; gone reports the pipe given up.
-func (ps *pipeState) held() (n, bytes int, gone bool, changed <-chan struct{}) {
+// With watch the caller is about to wait on changed, which is then closed when they
+// shrink.
+func (ps *pipeState) held(watch bool) (n, bytes int, gone bool, changed <-chan struct{}) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	ps.watched = ps.watched || watch
 	n = len(ps.queue)
 	if ps.cur != nil {
 		n++
@@ -317,7 +366,7 @@ func (ps *pipeState) held() (n, bytes int, gone bool, changed <-chan struct{}) {
 func (ps *pipeState) slots(ctx context.Context) (int, error) {
 	ps.run()
 	for {
-		n, bytes, gone, changed := ps.held()
+		n, bytes, gone, changed := ps.held(true)
 		if gone {
 			// Run sees gone and ends the run; let its context say so.
 			<-ctx.Done()
@@ -336,7 +385,7 @@ func (ps *pipeState) slots(ctx context.Context) (int, error) {
 
 // ahead is Ahead for a pipe: what pipeHoldMax leaves beside the lines waiting.
 func (ps *pipeState) ahead() int {
-	n, bytes, gone, _ := ps.held()
+	n, bytes, gone, _ := ps.held(false)
 	if gone || bytes >= pipeHoldBytes {
 		return 0
 	}
@@ -403,7 +452,7 @@ func (ps *pipeState) giveBackQueued() {
 // complete: that line can then be printed and delivered again (at least once).
 func (ps *pipeState) giveBackAll() {
 	ps.mu.Lock()
-	var acks []Delivery
+	acks := ps.takenLocked()
 	back := linesOf(ps.queue)
 	if ps.cur != nil {
 		if unread, err := ps.probe.unread(); err == nil && unread == 0 {
@@ -466,7 +515,7 @@ func (ps *pipeState) handle(ctx context.Context, r LineRenderer, ds []Delivery, 
 // drain waits until no line waits for the reader, the pipe is given up, or a stop.
 func (ps *pipeState) drain(ctx context.Context, stop <-chan struct{}) {
 	for {
-		n, _, gone, changed := ps.held()
+		n, _, gone, changed := ps.held(true)
 		if n == 0 || gone {
 			return
 		}
