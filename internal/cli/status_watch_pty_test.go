@@ -5,13 +5,10 @@ package cli_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
 
 	"github.com/narad/narad/internal/devbroker"
 )
@@ -24,10 +21,7 @@ func TestWatchInATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "narad")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/narad/narad/cmd/narad").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildNarad(t)
 	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "orders", Partitions: 3}}})
 	if err != nil {
 		t.Fatal(err)
@@ -37,41 +31,8 @@ func TestWatchInATerminal(t *testing.T) {
 	cmd := exec.Command(bin, "status", "--watch", "--interval", "100ms", "-s", b.URL())
 	home := t.TempDir()
 	cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=xterm", "NO_COLOR=1", "TZ=UTC"}
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	before, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var screen lockedBytes
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			_, _ = screen.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	// waitFor bounds a hang only: what it waits for comes in order.
-	waitFor := func(what string, ok func(string) bool) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !ok(screen.String()); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				_ = cmd.Process.Kill()
-				t.Fatalf("no %s; the terminal showed %q", what, screen.String())
-			}
-		}
-	}
-	contains := func(s string) func(string) bool { return func(v string) bool { return strings.Contains(v, s) } }
+	r := startInPTY(t, cmd, &pty.Winsize{Rows: 24, Cols: 80})
+	screen, waitFor := &r.screen, r.waitFor
 
 	waitFor("first screen", contains("refreshed "))
 	first := screen.String()
@@ -84,7 +45,7 @@ func TestWatchInATerminal(t *testing.T) {
 
 	// Narrower: the title no longer fits and is cut.
 	mark := len(screen.String())
-	if err := pty.Setsize(tty, &pty.Winsize{Rows: 10, Cols: 30}); err != nil {
+	if err := pty.Setsize(r.tty, &pty.Winsize{Rows: 10, Cols: 30}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor("redraw at 30 columns", func(s string) bool { return strings.Contains(s[mark:], "narad status · http://127.0.0…") })
@@ -94,34 +55,15 @@ func TestWatchInATerminal(t *testing.T) {
 	b.Close()
 	waitFor("node unreachable", func(s string) bool { return strings.Contains(s[mark:], "node unreachable since ") })
 
-	if _, err := tty.Write([]byte("q")); err != nil {
-		t.Fatal(err)
-	}
-	var werr error
-	select {
-	case werr = <-exited:
-	case <-time.After(20 * time.Second): // bounds a hang only
-		_ = cmd.Process.Kill()
-		<-exited
-		t.Fatalf("q did not end the watch; the terminal showed %q", screen.String())
-	}
-	select {
-	case <-read:
-	case <-time.After(5 * time.Second):
-	}
+	r.typeKeys([]byte("q"))
+	werr := r.end("q")
 	if werr != nil {
 		t.Errorf("exit: %v; the terminal showed %q", werr, screen.String())
 	}
 	if !strings.HasSuffix(screen.String(), "\x1b[?25h\x1b[?1049l") {
 		t.Errorf("the screen was not given back: it ends %q", tail(screen.String(), 200))
 	}
-	after, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.Lflag != before.Lflag || after.Iflag != before.Iflag || after.Oflag != before.Oflag {
-		t.Errorf("terminal modes changed: before %+v, after %+v", before, after)
-	}
+	r.modesKept()
 }
 
 func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
