@@ -79,6 +79,9 @@ type pipeState struct {
 	queue []pipeLine // rendered, not yet in the pipe
 	bytes int        // the bytes in queue
 	cur   *pipeLine  // the line in the pipe (or being written), not yet taken
+	// curWritten: cur's write returned whole, so an empty pipe means the reader took
+	// it. Before that, an empty pipe only means it is not in there yet.
+	curWritten bool
 	left  []Delivery // what a reader that went away never took: given back by finish
 	err   error      // the write that failed, for the loop to report
 	// closing: the loop hands over nothing more (Finish); the writer ends once it has
@@ -207,6 +210,11 @@ func (ps *pipeState) writer() {
 			ps.writeFailed(l, err)
 			return
 		}
+		ps.mu.Lock()
+		if ps.cur == l {
+			ps.curWritten = true
+		}
+		ps.mu.Unlock()
 		if !ps.waitTaken(l) {
 			return
 		}
@@ -227,7 +235,7 @@ func (ps *pipeState) next() (*pipeLine, bool) {
 			ps.queue[0] = pipeLine{}
 			ps.queue = ps.queue[1:]
 			ps.bytes -= len(l.b)
-			ps.cur = &l
+			ps.cur, ps.curWritten = &l, false
 			ps.mu.Unlock()
 			return &l, true
 		case ps.closing:
@@ -303,7 +311,7 @@ func (ps *pipeState) readerGone() {
 	ps.mu.Lock()
 	acks := ps.takenLocked()
 	if ps.cur != nil {
-		if unread, err := ps.probe.unread(); err == nil && unread == 0 {
+		if ps.curWritten && ps.unreadIs0() {
 			acks = append(acks, ps.cur.d)
 		} else {
 			ps.left = append(ps.left, ps.cur.d)
@@ -455,7 +463,7 @@ func (ps *pipeState) giveBackAll() {
 	acks := ps.takenLocked()
 	back := linesOf(ps.queue)
 	if ps.cur != nil {
-		if unread, err := ps.probe.unread(); err == nil && unread == 0 {
+		if ps.curWritten && ps.unreadIs0() {
 			acks = append(acks, ps.cur.d)
 		} else {
 			back = append(back, ps.cur.d)
@@ -557,6 +565,12 @@ func WatchReader(w io.Writer) (gone <-chan struct{}, stop func()) {
 	}()
 	var once sync.Once
 	return ch, func() { once.Do(func() { close(done) }) }
+}
+
+// unreadIs0 reports that nothing written to the pipe waits unread.
+func (ps *pipeState) unreadIs0() bool {
+	unread, err := ps.probe.unread()
+	return err == nil && unread == 0
 }
 
 func linesOf(ls []pipeLine) []Delivery {
