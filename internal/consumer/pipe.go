@@ -82,8 +82,8 @@ type pipeState struct {
 	// curWritten: cur's write returned whole, so an empty pipe means the reader took
 	// it. Before that, an empty pipe only means it is not in there yet.
 	curWritten bool
-	left  []Delivery // what a reader that went away never took: given back by finish
-	err   error      // the write that failed, for the loop to report
+	left       []Delivery // what a reader that went away never took: given back by finish
+	err        error      // the write that failed, for the loop to report
 	// closing: the loop hands over nothing more (Finish); the writer ends once it has
 	// written and seen taken what it has. ended: the pipe is given up (reader gone,
 	// a write failed, or the run gave back what waited): nothing is written any more.
