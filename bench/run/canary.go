@@ -16,12 +16,7 @@ func (b *bench) canary() []row {
 	defer k.stop()
 	k.fill("c", b.execN)
 	n := strconv.Itoa(b.execN)
-	exec := func() time.Duration {
-		k.fill("e", b.execN)
-		s := runProc(k.env(), "", b.narad, "sub", "e", "--count", n, "-j", "4", "--stats=json", "--", "true")
-		mustAck(s, b.execN)
-		return s.wall
-	}
+	exec := b.execSub(k, "e")
 	canary := func() time.Duration {
 		s := runProc(k.env(), "", b.narad, "sub", "c", "--peek", "--from-beginning", "--count", n, "-j", "4", "--stats=json", "--", "true")
 		if want := fmt.Sprintf(`"ran":%d,"succeeded":%d,`, b.execN, b.execN); !strings.Contains(s.stderr, want) {

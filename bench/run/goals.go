@@ -89,11 +89,13 @@ func (b *bench) drain() []row {
 
 // subDrain is a timed `narad sub TOPIC --drain -o raw` of n messages, run by run
 // (runProc: stdout on /dev/null; runPiped: through cat), checked to have acked all n.
-func (b *bench) subDrain(k *broker, topic string, n int) func(run func([]string, string, ...string) sample) func() time.Duration {
+// Extra flags go after the others.
+func (b *bench) subDrain(k *broker, topic string, n int, extra ...string) func(run func([]string, string, ...string) sample) func() time.Duration {
 	return func(run func([]string, string, ...string) sample) func() time.Duration {
 		return func() time.Duration {
 			k.fill(topic, n)
-			s := run(k.env(), "", b.narad, "sub", topic, "--drain", "-o", "raw", "--stats=json")
+			argv := append([]string{b.narad, "sub", topic, "--drain", "-o", "raw", "--stats=json"}, extra...)
+			s := run(k.env(), "", argv...)
 			mustAck(s, n)
 			return s.wall
 		}
@@ -131,20 +133,26 @@ func (b *bench) exec() []row {
 	lines := b.writeLines("exec.txt", b.execN)
 	k := b.startBroker("--topic", "e")
 	defer k.stop()
-	n := strconv.Itoa(b.execN)
 	base, narad := b.alternate(
 		func() time.Duration {
 			return runProc(nil, lines, "xargs", "-P4", "-n1", "true").wall
 		},
-		func() time.Duration {
-			k.fill("e", b.execN)
-			s := runProc(k.env(), "", b.narad, "sub", "e", "--count", n, "-j", "4", "--stats=json", "--", "true")
-			mustAck(s, b.execN)
-			return s.wall
-		})
+		b.execSub(k, "e"))
 	return []row{speedRow("4 exec",
 		fmt.Sprintf("narad sub t --count %d -j 4 -- true", b.execN),
 		fmt.Sprintf("xargs -P4 -n1 true < %d lines", b.execN), base, narad, 0.9)}
+}
+
+// execSub is a timed exec-mode run, `narad sub TOPIC --count N -j 4 [extra] -- true`
+// over execN messages put there first, checked to have acked them all.
+func (b *bench) execSub(k *broker, topic string, extra ...string) func() time.Duration {
+	return func() time.Duration {
+		k.fill(topic, b.execN)
+		argv := append([]string{b.narad, "sub", topic, "--count", strconv.Itoa(b.execN), "-j", "4", "--stats=json"}, extra...)
+		s := runProc(k.env(), "", append(argv, "--", "true")...)
+		mustAck(s, b.execN)
+		return s.wall
+	}
 }
 
 // startup: process starts of narad and of a minimal program linking the same

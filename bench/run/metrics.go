@@ -16,17 +16,7 @@ import (
 func (b *bench) metrics() []row {
 	k := b.startBroker("--topic", "e", "--topic", "d")
 	defer k.stop()
-	n := strconv.Itoa(b.execN)
-	execRun := func(extra ...string) func() time.Duration {
-		return func() time.Duration {
-			k.fill("e", b.execN)
-			args := append([]string{b.narad, "sub", "e", "--count", n, "-j", "4", "--stats=json"}, extra...)
-			s := runProc(k.env(), "", append(args, "--", "true")...)
-			mustAck(s, b.execN)
-			return s.wall
-		}
-	}
-	base, narad := b.alternate(execRun(), execRun("--metrics-addr", "127.0.0.1:0"))
+	base, narad := b.alternate(b.execSub(k, "e"), b.execSub(k, "e", "--metrics-addr", "127.0.0.1:0"))
 	rows := []row{cost("8 metrics",
 		fmt.Sprintf("narad sub t --count %d -j 4 --metrics-addr 127.0.0.1:0 -- true", b.execN),
 		"the same without --metrics-addr", base, narad, 0.95)}
@@ -34,15 +24,7 @@ func (b *bench) metrics() []row {
 	// a second, where a loaded machine's noise is larger than the 5% this looks for.
 	dn := 5 * b.drainN
 	b.logf("  a drain of %d", dn)
-	drain := func(extra ...string) func() time.Duration {
-		return func() time.Duration {
-			k.fill("d", dn)
-			args := append([]string{b.narad, "sub", "d", "--drain", "-o", "raw", "--stats=json"}, extra...)
-			s := runProc(k.env(), "", args...)
-			mustAck(s, dn)
-			return s.wall
-		}
-	}
+	drain := func(extra ...string) func() time.Duration { return b.subDrain(k, "d", dn, extra...)(runProc) }
 	base, narad = b.alternate(drain(), drain("--metrics-addr", "127.0.0.1:0"))
 	rows = append(rows, cost("8 metrics",
 		fmt.Sprintf("narad sub t --drain -o raw --metrics-addr 127.0.0.1:0 > /dev/null (%d messages)", dn),
