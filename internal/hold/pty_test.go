@@ -23,11 +23,24 @@ import (
 // press keys, and read both the screen (through the small terminal below) and what the
 // broker holds.
 
+// buildDir holds the binary the tests build, once; TestMain removes it (a 26 MB
+// binary left in the temp directory at every run fills a shared machine's disk).
+var buildDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
 var buildOnce = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "narad-hold-")
 	if err != nil {
 		return "", err
 	}
+	buildDir = dir
 	bin := filepath.Join(dir, "narad")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/narad/narad/cmd/narad").CombinedOutput()
 	if err != nil {
