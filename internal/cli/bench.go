@@ -186,7 +186,7 @@ func benchRun(f *Factory, opts *BenchOptions) error {
 	pr := report.Produce
 	switch {
 	case runErr != nil:
-		return apiFatal(f, c, runErr, opts.Topic)
+		return f.runEnv().apiFatal(c, runErr, opts.Topic)
 	case deleteErr != nil:
 		return deleteErr
 	case pr.Failed > 0 || pr.Unknown > 0:
@@ -209,7 +209,7 @@ func benchTopic(f *Factory, c *client.Client, opts *BenchOptions) (created bool,
 			if client.StatusOf(err) == http.StatusBadRequest {
 				return false, exitWith(ExitUsage, fmt.Errorf("%s (see narad topic create --help)", describeErr(err)))
 			}
-			return false, apiFatal(f, c, err, opts.Topic)
+			return false, f.runEnv().apiFatal(c, err, opts.Topic)
 		}
 		created = true
 		fmt.Fprintf(f.IO.ErrOut, "created topic %s\n", name)
@@ -217,7 +217,7 @@ func benchTopic(f *Factory, c *client.Client, opts *BenchOptions) (created bool,
 		return false, exitWith(ExitFailed, fmt.Errorf("%s (bench writes into a topic: pass --create, or narad topic create %s)",
 			describeErr(err), name))
 	case err != nil:
-		return false, apiFatal(f, c, err, opts.Topic)
+		return false, f.runEnv().apiFatal(c, err, opts.Topic)
 	case opts.Delete:
 		return false, usageErrorf("topic %s exists: --delete deletes only a topic bench created (drop --delete, or name a new topic)", name)
 	case t.Parent != "" && t.FanoutDelayMs > 0:
@@ -248,7 +248,7 @@ func benchDelete(f *Factory, c *client.Client, topic string) error {
 	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
 	defer cancel()
 	if err := c.DeleteTopic(ctx, topic); err != nil {
-		return apiFatal(f, c, fmt.Errorf("--delete: %w", err), topic)
+		return f.runEnv().apiFatal(c, fmt.Errorf("--delete: %w", err), topic)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "deleted topic %s\n", render.Escape(topic))
 	return nil
@@ -284,7 +284,7 @@ func (b *benchFailures) report(fl producer.Failure) {
 func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *bench.Recorder) error {
 	var err error
 	if opts.Output == "json" {
-		err = printJSON(f, r)
+		err = f.runEnv().printJSON(r)
 	} else {
 		// Measures down, phases across: as narrow as two phases can be.
 		phases := []*bench.Phase{&r.Produce.Phase}
@@ -293,7 +293,7 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 			phases = append(phases, &r.Consume.Phase)
 			headers = append(headers, "CONSUME")
 		}
-		err = printTable(f, headers, benchRows(phases))
+		err = f.runEnv().printTable(headers, benchRows(phases))
 		if err == nil && f.IO.IsStdoutTTY() {
 			// A terminal reads a distribution faster as a picture; scripts keep the table.
 			err = printBenchHistograms(f, headers[1:], phases)

@@ -76,7 +76,7 @@ func clusterMembersRun(f *Factory, opts *ClusterListOptions) error {
 		if members == nil {
 			members = []client.Member{}
 		}
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Members []client.Member `json:"members"`
 		}{members})
 	}
@@ -89,7 +89,7 @@ func clusterMembersRun(f *Factory, opts *ClusterListOptions) error {
 		rows = append(rows, []string{m.ID, m.Addr, m.Status, draining,
 			strconv.Itoa(m.OwnedPartitions), strconv.Itoa(m.OutboundMoves)})
 	}
-	return printTable(f, []string{"ID", "ADDRESS", "STATUS", "DRAINING", "PARTITIONS", "MOVING OUT"}, rows)
+	return f.runEnv().printTable([]string{"ID", "ADDRESS", "STATUS", "DRAINING", "PARTITIONS", "MOVING OUT"}, rows)
 }
 
 func clusterMovesCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) *cobra.Command {
@@ -129,7 +129,7 @@ func clusterMovesRun(f *Factory, opts *ClusterListOptions) error {
 		if moves == nil {
 			moves = []client.Move{}
 		}
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Moves []client.Move `json:"moves"`
 		}{moves})
 	}
@@ -141,7 +141,7 @@ func clusterMovesRun(f *Factory, opts *ClusterListOptions) error {
 	for _, m := range moves {
 		rows = append(rows, []string{m.Topic, strconv.Itoa(m.Partition), m.From, m.To})
 	}
-	return printTable(f, []string{"TOPIC", "PARTITION", "FROM", "TO"}, rows)
+	return f.runEnv().printTable([]string{"TOPIC", "PARTITION", "FROM", "TO"}, rows)
 }
 
 // ClusterDecommissionOptions drain (or preview, or cancel draining) one member.
@@ -192,7 +192,7 @@ func clusterDecommissionCmd(f *Factory, run func(*Factory, *ClusterDecommissionO
 func clusterDecommissionRun(f *Factory, opts *ClusterDecommissionOptions) error {
 	id := render.Escape(opts.ID)
 	if opts.Mode == client.DecommissionStart && !opts.Yes {
-		if err := confirm(f, "decommission "+id, fmt.Sprintf("Move every partition away from %s?", id), "y"); err != nil {
+		if err := f.runEnv().confirm("decommission "+id, fmt.Sprintf("Move every partition away from %s?", id), "y"); err != nil {
 			return err
 		}
 	}
@@ -227,12 +227,12 @@ func clusterDecommissionRun(f *Factory, opts *ClusterDecommissionOptions) error 
 		return writeOut(f, out.String())
 	case client.DecommissionCancel:
 		if opts.Output == "json" {
-			return printJSON(f, map[string]string{"id": opts.ID, "decommission": "cancelled"})
+			return f.runEnv().printJSON(map[string]string{"id": opts.ID, "decommission": "cancelled"})
 		}
 		fmt.Fprintf(f.IO.ErrOut, "cancelled the decommission of %s\n", id)
 	default:
 		if opts.Output == "json" {
-			return printJSON(f, map[string]string{"id": opts.ID, "decommission": "started"})
+			return f.runEnv().printJSON(map[string]string{"id": opts.ID, "decommission": "started"})
 		}
 		fmt.Fprintf(f.IO.ErrOut, "decommissioning %s: its partitions are moving away (see narad cluster moves)\n", id)
 	}

@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/consumer"
@@ -166,39 +163,6 @@ func contextPassword(f *Factory, user, passwordFlag bool) (string, error) {
 		return "", exitWith(ExitFailed, fmt.Errorf("cannot read the password: %v", err))
 	}
 	return pw, nil
-}
-
-// terminalSecret reads a line from the terminal on stdin with echo off, the prompt
-// on w. x/term does this portably (termios on Unix, console modes on Windows), which
-// our own code would have to repeat per platform. A signal (stop) gives up at once
-// and puts the terminal back: the read itself cannot be interrupted.
-func terminalSecret(w io.Writer, stop <-chan struct{}) func(string) (string, error) {
-	return func(prompt string) (string, error) {
-		fd := int(os.Stdin.Fd())
-		state, err := term.GetState(fd)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprint(w, prompt)
-		type result struct {
-			pw  []byte
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			pw, err := term.ReadPassword(fd)
-			done <- result{pw, err}
-		}()
-		select {
-		case r := <-done:
-			fmt.Fprintln(w)
-			return string(r.pw), r.err
-		case <-stop:
-			_ = term.Restore(fd, state)
-			fmt.Fprintln(w)
-			return "", errors.New("interrupted")
-		}
-	}
 }
 
 func contextAddRun(f *Factory, opts *contextAddOptions) error {
@@ -364,7 +328,7 @@ func contextLsRun(f *Factory, opts *contextNameOptions) error {
 		for _, n := range names {
 			views = append(views, contextView(cfg, n))
 		}
-		return printJSON(f, views)
+		return f.runEnv().printJSON(views)
 	}
 	if len(names) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no contexts (add one with narad context add NAME --server URL)")
@@ -384,7 +348,7 @@ func contextLsRun(f *Factory, opts *contextNameOptions) error {
 			fmt.Fprintf(f.IO.ErrOut, "narad: warning: the current context %q is not saved (run narad context use NAME)\n", cfg.CurrentContext)
 		}
 	}
-	return printTable(f, []string{"CURRENT", "NAME", "SERVER", "USER"}, rows)
+	return f.runEnv().printTable([]string{"CURRENT", "NAME", "SERVER", "USER"}, rows)
 }
 
 // --- context show ---
@@ -455,7 +419,7 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 		}
 	}
 	if opts.Output == "json" {
-		return printJSON(f, v)
+		return f.runEnv().printJSON(v)
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "name:      %s\n", render.Escape(v.Name))

@@ -37,7 +37,7 @@ func describeErr(err error) string {
 // with a hint on what to do about it. topic is "" when the command has none. What
 // was being done comes with err: a *client.Error names its client.Op, whose grant
 // a 403 hint names, and every other error starts with it.
-func apiFatal(f *Factory, c *client.Client, err error, topic string) error {
+func (e runEnv) apiFatal(c *client.Client, err error, topic string) error {
 	var hint string
 	code := ExitFailed
 	switch client.StatusOf(err) {
@@ -55,7 +55,7 @@ func apiFatal(f *Factory, c *client.Client, err error, topic string) error {
 		hint = transportHint(c.BaseURL(), err)
 	case http.StatusUnauthorized:
 		hint = "check --user and --password, or the context's"
-		if conn, cerr := f.Connection(); cerr == nil && conn.DroppedCredentials {
+		if conn, cerr := e.Connection(); cerr == nil && conn.DroppedCredentials {
 			hint = fmt.Sprintf("the current context's credentials are not sent to %s, which is not its server; pass --user and --password", c.BaseURL())
 		}
 	case http.StatusForbidden:

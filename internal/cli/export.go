@@ -59,8 +59,8 @@ func (f *Factory) resolveExport(cmd *cobra.Command) error {
 
 // writeJSON writes v as -o json does, through --jq when one was given: one line of
 // JSON, or a line per result of the expression.
-func (f *Factory) writeJSON(w io.Writer, v any) error {
-	if f.export == nil {
+func (e runEnv) writeJSON(w io.Writer, v any) error {
+	if e.export == nil {
 		return writeJSONLine(w, v)
 	}
 	b, err := json.Marshal(v)
@@ -71,7 +71,7 @@ func (f *Factory) writeJSON(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	out, err := f.export.AppendResults(nil, doc, f.IO.IsStdoutTTY())
+	out, err := e.export.AppendResults(nil, doc, e.IO.IsStdoutTTY())
 	if err != nil {
 		return err
 	}
@@ -84,8 +84,8 @@ func (f *Factory) writeJSON(w io.Writer, v any) error {
 
 // printJSON writes v as one JSON document (or what --jq makes of it); a closed
 // stdout is not an error.
-func printJSON(f *Factory, v any) error {
-	return jsonDone(f.writeJSON(f.IO.Out, v))
+func (e runEnv) printJSON(v any) error {
+	return jsonDone(e.writeJSON(e.IO.Out, v))
 }
 
 // jsonDone is the result of writing JSON output: a reader that went away is

@@ -162,7 +162,7 @@ func TestRefusedAtDefaultServerSuggestsDev(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = apiFatal(f, c, refused, "")
+		err = f.runEnv().apiFatal(c, refused, "")
 		if !strings.HasSuffix(err.Error(), want) || exitCodeFor(err) != ExitFailed {
 			t.Errorf("%s: %q (exit %d), want it to end %q", server, err, exitCodeFor(err), want)
 		}
@@ -170,7 +170,7 @@ func TestRefusedAtDefaultServerSuggestsDev(t *testing.T) {
 	// Refused somewhere else than the default: no narad dev.
 	timeout := &url.Error{Op: "Get", URL: config.DefaultServer, Err: errors.New("i/o timeout")}
 	c, _ := client.New(client.Config{BaseURL: config.DefaultServer})
-	if err := apiFatal(f, c, timeout, ""); strings.Contains(err.Error(), "narad dev") {
+	if err := f.runEnv().apiFatal(c, timeout, ""); strings.Contains(err.Error(), "narad dev") {
 		t.Errorf("a timeout suggests narad dev: %v", err)
 	}
 }

@@ -164,7 +164,7 @@ func TestForbiddenHintComesFromTheOp(t *testing.T) {
 		{client.OpListTopics, "", "(the node refused this user)"},
 		{client.Op(0), "", "(the node refused this user)"},
 	} {
-		err := apiFatal(f, c, &client.Error{Op: tc.op, Status: 403, Message: "forbidden"}, tc.topic)
+		err := f.runEnv().apiFatal(c, &client.Error{Op: tc.op, Status: 403, Message: "forbidden"}, tc.topic)
 		if !strings.HasSuffix(err.Error(), tc.want) {
 			t.Errorf("%v: %q, want the hint %q", tc.op, err, tc.want)
 		}

@@ -254,7 +254,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 	st.summary(&res)
 	switch {
 	case res.Fatal != nil:
-		return apiFatal(f, c, res.Fatal, opts.Topic)
+		return f.runEnv().apiFatal(c, res.Fatal, opts.Topic)
 	case res.ReadErr != nil:
 		return exitWith(ExitFailed, fmt.Errorf("cannot read %s: %v (messages read before it were sent)", where, res.ReadErr))
 	case res.Stopped || res.Failed > 0 || res.Unknown > 0:
@@ -271,7 +271,7 @@ func produceInput(f *Factory, opts *produceOptions) (src producer.Source, where 
 	}
 	in, where := f.IO.In, "stdin"
 	if opts.File == "" || opts.File == "-" {
-		if err := f.claimStdin("messages", "give them as arguments or with --file FILE"); err != nil {
+		if err := f.runEnv().claimStdin("messages", "give them as arguments or with --file FILE"); err != nil {
 			return nil, "", closeIn, err
 		}
 	} else {

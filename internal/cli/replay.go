@@ -225,7 +225,7 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 		if errors.Is(err, replay.ErrNoSuchPartition) {
 			return usageErrorf("%v", err)
 		}
-		return apiFatal(f, c, err, ro.Topic)
+		return f.runEnv().apiFatal(c, err, ro.Topic)
 	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
 	}

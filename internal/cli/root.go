@@ -4,7 +4,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,41 +19,6 @@ import (
 	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 )
-
-// Factory carries what every command needs, injected so tests can replace it.
-type Factory struct {
-	IO      *iostreams.IOStreams
-	Getenv  func(string) string
-	Now     func() time.Time
-	Signals *Signals
-	// ReadSecret asks for a password on the terminal without echo (nil: cannot ask).
-	ReadSecret func(prompt string) (string, error)
-	// CompletionTimeout bounds what TAB asks the node; zero is the default.
-	CompletionTimeout time.Duration
-
-	global globalFlags
-	// conn is the connection once resolved: the config file is read, and any
-	// --insecure warning printed, once per invocation.
-	conn *config.Connection
-	root *cobra.Command
-	// stdinPassword is what --password-stdin read, once.
-	stdinPassword *string
-	// curlNoted is set once --curl said where this run's credentials came from.
-	curlNoted bool
-	// tuneClient adjusts every client's config before it is built (tests: instant
-	// backoff, short timeouts).
-	tuneClient func(*client.Config)
-	// requestTimeout bounds a request that does not long-poll; zero means the
-	// client's default. Tests shorten it.
-	requestTimeout time.Duration
-	// export is the compiled --jq of the running command, nil without one (export.go).
-	export *render.JQ
-}
-
-type globalFlags struct {
-	server, user, password, context, configPath, caCert, color string
-	insecure, verbose, curl, passwordStdin                     bool
-}
 
 // Main runs narad with args and returns the process exit code.
 func Main(args []string) int {
@@ -76,7 +40,7 @@ func Run(f *Factory, args []string) int {
 	if len(args) == 1 && args[0] == "version" {
 		// The plain `narad version` needs no command tree either: it runs what the
 		// tree would.
-		return finish(f, versionRun(f, &versionOptions{output: "text"}))
+		return finish(f, versionRun(&VersionOptions{runEnv: f.runEnv(), Output: "text"}))
 	}
 	return run(f, args, newRootFor)
 }
@@ -336,216 +300,6 @@ func strictHelp(root *cobra.Command) {
 		}
 		return cmd.Help()
 	}
-}
-
-// Context is cancelled at the first signal: for commands with nothing to give back.
-func (f *Factory) Context() (context.Context, context.CancelFunc) {
-	return f.Signals.softContext()
-}
-
-// ConfigPath is --config, else NARAD_CONFIG, else the default location.
-func (f *Factory) ConfigPath() (string, error) {
-	if f.global.configPath != "" {
-		return f.global.configPath, nil
-	}
-	if p := f.Getenv("NARAD_CONFIG"); p != "" {
-		return p, nil
-	}
-	return config.DefaultPath(f.Getenv)
-}
-
-// Config loads the config file.
-func (f *Factory) Config() (*config.File, error) {
-	path, err := f.ConfigPath()
-	if err != nil {
-		return nil, err
-	}
-	return config.Load(path)
-}
-
-// Connection resolves where to connect and with which credentials.
-func (f *Factory) Connection() (config.Connection, error) {
-	if f.conn != nil {
-		return *f.conn, nil
-	}
-	cfg, err := f.Config()
-	if err != nil {
-		return config.Connection{}, exitWith(ExitUsage, err)
-	}
-	flags := f.connectionFlags()
-	if f.global.passwordStdin {
-		pw, err := f.passwordFromStdin()
-		if err != nil {
-			return config.Connection{}, err
-		}
-		// A flag in rank, without being in argv.
-		flags.Password = config.Flag[string]{Value: pw, Set: true}
-		flags.PasswordStdin = true
-	}
-	conn, err := config.Resolve(flags, cfg, f.Getenv)
-	if err != nil {
-		return config.Connection{}, exitWith(ExitUsage, err)
-	}
-	if conn.Insecure && strings.HasPrefix(conn.Server, "https:") {
-		fmt.Fprintln(f.IO.ErrOut, "narad: warning: TLS certificate verification is off (--insecure)")
-	}
-	if w := cfg.PermissionWarning(); w != "" {
-		fmt.Fprintf(f.IO.ErrOut, "narad: warning: %s\n", render.Escape(w))
-	}
-	if conn.User != "" && config.CleartextCredentials(conn.Server) {
-		fmt.Fprintf(f.IO.ErrOut, "narad: warning: the password goes to %s over plain http, readable on the network (use https://)\n",
-			render.Escape(config.RedactURL(conn.Server)))
-	}
-	f.conn = &conn
-	return conn, nil
-}
-
-// connectionFlags is what the connection flags said, for config.Resolve and
-// config.SelectContext.
-func (f *Factory) connectionFlags() config.Flags {
-	pf := f.root.PersistentFlags()
-	str := func(name, v string) config.Flag[string] { return config.Flag[string]{Value: v, Set: pf.Changed(name)} }
-	g := f.global
-	return config.Flags{
-		Server:   str("server", g.server),
-		User:     str("user", g.user),
-		Password: str("password", g.password),
-		Context:  str("context", g.context),
-		CACert:   str("ca-cert", g.caCert),
-		Insecure: config.Flag[bool]{Value: g.insecure, Set: pf.Changed("insecure")},
-	}
-}
-
-// Client builds an API client for the resolved connection, with the hooks that
-// show its work: the retry notice always, -v and --curl when asked for, and the
-// command's own (extra).
-func (f *Factory) Client(extra ...client.Hook) (*client.Client, error) {
-	return f.clientWith(nil, extra...)
-}
-
-// clientWith is Client with the command's own adjustment of the config (nil: none),
-// made before the tests' tuneClient.
-func (f *Factory) clientWith(adjust func(*client.Config), extra ...client.Hook) (*client.Client, error) {
-	conn, err := f.Connection()
-	if err != nil {
-		return nil, err
-	}
-	out := &stderrLines{w: f.IO.ErrOut}
-	notice := &retryNotice{out: out, after: retryNoticeAfter}
-	hooks := []client.Hook{notice}
-	if f.global.verbose {
-		hooks = append(hooks, verboseLog{out})
-	}
-	if f.global.curl {
-		hooks = append(hooks, curlPrinter{out})
-		f.noteCurlCredentials(conn)
-	}
-	hooks = append(hooks, extra...)
-	name := "narad/" + versionString()
-	cfg := client.Config{
-		BaseURL:    conn.Server,
-		User:       conn.User,
-		Password:   conn.Password,
-		CACertFile: conn.CACert,
-		Insecure:   conn.Insecure,
-		UserAgent:  name,
-		ClientName: name,
-		Hooks:      hooks,
-		Timeout:    f.requestTimeout,
-	}
-	if adjust != nil {
-		adjust(&cfg)
-	}
-	if f.tuneClient != nil {
-		f.tuneClient(&cfg)
-	}
-	c, err := client.New(cfg)
-	if err != nil {
-		return nil, exitWith(ExitUsage, err)
-	}
-	notice.base = c.BaseURL()
-	return c, nil
-}
-
-// maxPasswordLine bounds what --password-stdin reads (Narad takes up to 72 bytes).
-const maxPasswordLine = 4096
-
-// passwordFromStdin is the first line of stdin, for --password-stdin, without its
-// line ending: read once, a byte at a time so nothing after the line is consumed.
-// On a terminal it is asked for without echo instead. A signal stops the wait for a
-// line that may never come.
-func (f *Factory) passwordFromStdin() (string, error) {
-	if f.stdinPassword != nil {
-		return *f.stdinPassword, nil
-	}
-	var pw string
-	if f.IO.IsStdinTTY() && f.ReadSecret != nil {
-		var err error
-		if pw, err = f.ReadSecret("password: "); err != nil {
-			return "", exitWith(ExitFailed, fmt.Errorf("cannot read the password: %v", err))
-		}
-	} else {
-		type result struct {
-			line []byte
-			err  error
-		}
-		done := make(chan result, 1)
-		go func() {
-			line, err := readFirstLine(f.IO.In, maxPasswordLine)
-			done <- result{line, err}
-		}()
-		var r result
-		select {
-		case r = <-done:
-		case <-f.Signals.Soft:
-			return "", exitWith(ExitFailed, nil) // the exit code says it
-		}
-		switch {
-		case r.err != nil:
-			return "", exitWith(ExitUsage, fmt.Errorf("--password-stdin: cannot read stdin: %v", r.err))
-		case len(r.line) > maxPasswordLine:
-			return "", usageErrorf("--password-stdin: the first line of stdin is longer than a password can be")
-		}
-		pw = strings.TrimSuffix(string(r.line), "\r")
-	}
-	if pw == "" {
-		return "", usageErrorf("--password-stdin: no password on the first line of stdin")
-	}
-	f.stdinPassword = &pw
-	return pw, nil
-}
-
-// readFirstLine reads r up to the first newline (not returned) or its end, a byte at
-// a time, and at most limit+1 bytes (more than limit: too long).
-func readFirstLine(r io.Reader, limit int) ([]byte, error) {
-	var line []byte
-	buf := make([]byte, 1)
-	for len(line) <= limit {
-		n, err := r.Read(buf)
-		if n == 1 {
-			if buf[0] == '\n' {
-				break
-			}
-			line = append(line, buf[0])
-			continue
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return line, nil
-}
-
-// claimStdin is for a command about to read its input (what) from stdin: refused
-// when --password-stdin has it, since one stream cannot be both.
-func (f *Factory) claimStdin(what, instead string) error {
-	if f.global.passwordStdin {
-		return usageErrorf("--password-stdin takes stdin, so %s cannot come from it too (%s)", what, instead)
-	}
-	return nil
 }
 
 // exactArgs is cobra.ExactArgs with the usage exit code and a hint.

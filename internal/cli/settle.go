@@ -110,7 +110,7 @@ other failure.`,
 				return err
 			}
 			if slices.Contains(opts.Handles, "-") {
-				if err := f.claimStdin("handles", "give them as arguments"); err != nil {
+				if err := f.runEnv().claimStdin("handles", "give them as arguments"); err != nil {
 					return err
 				}
 			}
@@ -389,7 +389,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 		}
 		results, err := c.Settle(ctx, opts.Topic, opts.Action, handles)
 		if err != nil && ctx.Err() == nil {
-			return apiFatal(f, c, err, opts.Topic)
+			return f.runEnv().apiFatal(c, err, opts.Topic)
 		}
 		for _, r := range results {
 			switch {
@@ -408,7 +408,7 @@ func settleRun(f *Factory, opts *settleOptions) error {
 				if outClosed {
 					continue
 				}
-				if err := f.writeJSON(f.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
+				if err := f.runEnv().writeJSON(f.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
 					if !consumer.IsClosedOutput(err) {
 						return jsonDone(err)
 					}

@@ -189,7 +189,7 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 	names := opts.Topics
 	if len(names) == 0 {
 		if names, err = topicNames(ctx, c); err != nil {
-			return apiFatal(f, c, err, "")
+			return f.runEnv().apiFatal(c, err, "")
 		}
 	}
 	rows, _, merr := readStatus(ctx, c, names)
@@ -198,7 +198,7 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 		if rows == nil {
 			rows = []TopicStatus{}
 		}
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Topics []TopicStatus `json:"topics"`
 		}{rows})
 	}
@@ -229,7 +229,7 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 		table = append(table, []string{r.Name, strconv.Itoa(r.Partitions), retained, formatBytes(r.SizeBytes),
 			optCount(r.InFlight), optCount(r.Lag)})
 	}
-	if err := printTable(f, []string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG"}, table); err != nil {
+	if err := f.runEnv().printTable([]string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG"}, table); err != nil {
 		return err
 	}
 	if failed == len(rows) {

@@ -116,7 +116,7 @@ func statusWaitEmpty(f *Factory, opts *StatusOptions) error {
 			if topic != "" {
 				err = fmt.Errorf("%s: %w", render.Escape(topic), err)
 			}
-			return apiFatal(f, c, err, topic)
+			return f.runEnv().apiFatal(c, err, topic)
 		case err != nil:
 			lastErr = err
 		default:
@@ -167,7 +167,7 @@ func waitDone(f *Factory, opts *StatusOptions, state []waitTopic, took time.Dura
 		if state == nil {
 			state = []waitTopic{}
 		}
-		if err := printJSON(f, waitResult{Empty: empty, WaitedSeconds: took.Round(time.Millisecond).Seconds(), Topics: state}); err != nil {
+		if err := f.runEnv().printJSON(waitResult{Empty: empty, WaitedSeconds: took.Round(time.Millisecond).Seconds(), Topics: state}); err != nil {
 			return err
 		}
 	}

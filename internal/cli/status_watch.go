@@ -196,7 +196,7 @@ func statusWatch(f *Factory, opts *StatusOptions) error {
 	if first.Err != nil {
 		// A node never reached fails fast, as sub does; one that goes away later is
 		// shown as gone and tried again.
-		return apiFatal(f, c, first.Err, "")
+		return f.runEnv().apiFatal(c, first.Err, "")
 	}
 	var err2 error
 	if opts.Output == "text" && f.IO.IsStdoutTTY() {
@@ -286,7 +286,7 @@ func printWatchSample(f *Factory, opts *StatusOptions, s watchSample) error {
 		if s.MetricsErr != nil {
 			line.MetricsError = describeErr(s.MetricsErr)
 		}
-		return f.writeJSON(f.IO.Out, line)
+		return f.runEnv().writeJSON(f.IO.Out, line)
 	}
 	out := f.IO.Out
 	if _, err := fmt.Fprintf(out, "at %s (every %s)\n", s.At.Format("15:04:05"), opts.Interval); err != nil {

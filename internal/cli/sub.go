@@ -440,7 +440,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 	printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	writeRunLeftovers(f, opts.Topic, res)
 	if err != nil && res.Reason == consumer.StopFailed {
-		return apiFatal(f, c, err, opts.Topic)
+		return f.runEnv().apiFatal(c, err, opts.Topic)
 	}
 	switch res.Outcome() {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
@@ -505,7 +505,7 @@ func checkDeadLetter(f *Factory, c *client.Client, topic string) error {
 	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
 	defer cancel()
 	if _, err := c.Topic(ctx, topic); client.StatusOf(err) == http.StatusNotFound {
-		return apiFatal(f, c, fmt.Errorf("--dead-letter: %w", err), topic)
+		return f.runEnv().apiFatal(c, fmt.Errorf("--dead-letter: %w", err), topic)
 	}
 	return nil
 }
@@ -524,7 +524,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(
 		defer cancel()
 		t, err := c.Topic(ctx, opts.Topic)
 		if err != nil {
-			return nil, apiFatal(f, c, err, opts.Topic)
+			return nil, f.runEnv().apiFatal(c, err, opts.Topic)
 		}
 		lease = t.VisibilityTimeout()
 		if lease <= 0 {

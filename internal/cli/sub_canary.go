@@ -100,7 +100,7 @@ func canaryRun(f *Factory, opts *SubOptions) error {
 		if errors.Is(err, replay.ErrNoSuchPartition) {
 			return usageErrorf("%v", err)
 		}
-		return apiFatal(f, c, err, ro.Topic)
+		return f.runEnv().apiFatal(c, err, ro.Topic)
 	}
 	if st.Failed > 0 {
 		return exitWith(ExitFailed, fmt.Errorf("%d of %s failed", st.Failed, countOf(st.Ran, "command", "commands")))

@@ -73,7 +73,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 	t, err := c.Topic(ctx, opts.Topic)
 	cancel()
 	if err != nil {
-		return apiFatal(f, c, err, opts.Topic)
+		return f.runEnv().apiFatal(c, err, opts.Topic)
 	}
 	lease := t.VisibilityTimeout()
 	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
@@ -153,7 +153,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 	}
 	writeRunLeftovers(f, opts.Topic, res)
 	if err != nil && res.Reason == consumer.StopFailed {
-		return apiFatal(f, c, err, opts.Topic)
+		return f.runEnv().apiFatal(c, err, opts.Topic)
 	}
 	if res.Reason == consumer.StopInterrupted && f.Signals.Received() == 0 {
 		// q is how hold mode ends, not an interruption: what happened to the messages
@@ -193,7 +193,7 @@ func holdPeek(f *Factory, c *client.Client, opts *SubOptions, feed *hold.Feed, e
 	case errors.Is(err, replay.ErrNoSuchPartition):
 		return usageErrorf("%v", err)
 	case err != nil:
-		return apiFatal(f, c, err, opts.Topic)
+		return f.runEnv().apiFatal(c, err, opts.Topic)
 	}
 	return nil
 }

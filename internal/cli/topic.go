@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,19 +62,16 @@ func checkTextJSON(o string) error {
 	return nil
 }
 
-func printTable(f *Factory, headers []string, rows [][]string) error {
-	if err := render.Table(f.IO.Out, f.IO.ColorEnabled(), f.IO.IsStdoutTTY(), headers, rows); err != nil && !consumer.IsClosedOutput(err) {
-		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
-	}
-	return nil
-}
-
 // --- topic ls ---
 
-type topicLsOptions struct{ Output string }
+// TopicLsOptions is what `narad topic ls` runs with.
+type TopicLsOptions struct {
+	runEnv
+	Output string
+}
 
-func topicLsCmd(f *Factory, run func(*Factory, *topicLsOptions) error) *cobra.Command {
-	opts := &topicLsOptions{}
+func topicLsCmd(f *Factory, run func(*TopicLsOptions) error) *cobra.Command {
+	opts := &TopicLsOptions{}
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -87,32 +83,33 @@ func topicLsCmd(f *Factory, run func(*Factory, *topicLsOptions) error) *cobra.Co
 			"  narad topic ls -o json | jq -r '.topics[].name'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.runEnv = f.runEnv()
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
 			}
-			return run(f, opts)
+			return run(opts)
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func topicLsRun(f *Factory, opts *topicLsOptions) error {
-	c, err := f.Client()
+func topicLsRun(opts *TopicLsOptions) error {
+	c, err := opts.Client()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
+	ctx, cancel := opts.Context()
 	defer cancel()
 	topics, err := c.ListTopics(ctx)
 	if err != nil {
-		return apiFatal(f, c, err, "")
+		return opts.apiFatal(c, err, "")
 	}
 	if opts.Output == "json" {
 		if topics == nil {
 			topics = []client.Topic{}
 		}
-		return printJSON(f, struct {
+		return opts.printJSON(struct {
 			Topics []client.Topic `json:"topics"`
 		}{topics})
 	}
@@ -122,10 +119,10 @@ func topicLsRun(f *Factory, opts *topicLsOptions) error {
 			formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs)})
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no topics (create one with narad topic create NAME)")
+		fmt.Fprintln(opts.IO.ErrOut, "no topics (create one with narad topic create NAME)")
 		return nil
 	}
-	return printTable(f, []string{"NAME", "PARTITIONS", "VISIBILITY", "RETENTION"}, rows)
+	return opts.printTable([]string{"NAME", "PARTITIONS", "VISIBILITY", "RETENTION"}, rows)
 }
 
 // --- topic info ---
@@ -172,10 +169,10 @@ func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
 	defer cancel()
 	t, err := c.Topic(ctx, opts.Topic)
 	if err != nil {
-		return apiFatal(f, c, err, opts.Topic)
+		return f.runEnv().apiFatal(c, err, opts.Topic)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, t)
+		return f.runEnv().printJSON(t)
 	}
 	if err := writeTopicSettings(f.IO.Out, t); err != nil {
 		if consumer.IsClosedOutput(err) {
@@ -204,7 +201,7 @@ func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
 	if t.Partial {
 		fmt.Fprintln(f.IO.ErrOut, "narad: warning: a partition owner did not answer; its row holds placeholders")
 	}
-	return printTable(f, headers, rows)
+	return f.runEnv().printTable(headers, rows)
 }
 
 func writeTopicSettings(w io.Writer, t *client.Topic) error {
@@ -346,10 +343,10 @@ func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
 			// The node's own limits (partition range and such): invalid input.
 			return exitWith(ExitUsage, fmt.Errorf("%s (see narad topic create --help)", describeErr(err)))
 		}
-		return apiFatal(f, c, err, opts.Spec.Name)
+		return f.runEnv().apiFatal(c, err, opts.Spec.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, t)
+		return f.runEnv().printJSON(t)
 	}
 	var child string
 	if opts.Spec.Parent != "" {
@@ -487,7 +484,7 @@ func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
 	name := render.Escape(opts.Topic)
 	if !opts.Yes {
 		prompt := fmt.Sprintf("Delete topic %s and all its messages? Type its name to confirm:", name)
-		if err := confirm(f, "delete topic "+name, prompt, opts.Topic); err != nil {
+		if err := f.runEnv().confirm("delete topic "+name, prompt, opts.Topic); err != nil {
 			return err
 		}
 	}
@@ -498,74 +495,14 @@ func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
 	ctx, cancel := f.Context()
 	defer cancel()
 	if err := c.DeleteTopic(ctx, opts.Topic); err != nil {
-		return apiFatal(f, c, err, opts.Topic)
+		return f.runEnv().apiFatal(c, err, opts.Topic)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Name    string `json:"name"`
 			Deleted bool   `json:"deleted"`
 		}{opts.Topic, true})
 	}
 	fmt.Fprintf(f.IO.ErrOut, "deleted topic %s\n", name)
 	return nil
-}
-
-// readAnswer reads the answer to a prompt: a line of stdin, or nothing once a signal
-// came first (interrupted). A terminal in cooked mode hands over nothing before Enter,
-// so the read goes on in the background, left blocked for a process about to exit.
-func readAnswer(f *Factory) (line string, interrupted bool, err error) {
-	type answer struct {
-		line string
-		err  error
-	}
-	got := make(chan answer, 1)
-	go func() {
-		line, err := bufio.NewReader(f.IO.In).ReadString('\n')
-		got <- answer{line, err}
-	}()
-	select {
-	case a := <-got:
-		return a.line, false, a.err
-	case <-f.Signals.Soft:
-	case <-f.Signals.Hard.Done():
-	}
-	return "", true, nil
-}
-
-// confirm asks on the terminal before something destructive: the answer must be want
-// ("y" also takes "yes", any case), else the command fails without doing it. Without a
-// terminal on stdin it refuses outright: a script must say --yes.
-func confirm(f *Factory, what, prompt, want string) error {
-	if !f.IO.IsStdinTTY() {
-		return usageErrorf("refusing to %s without confirmation (stdin is not a terminal; pass --yes)", what)
-	}
-	if want == "y" {
-		prompt += " [y/N]"
-	}
-	fmt.Fprint(f.IO.ErrOut, prompt+" ")
-	line, interrupted, err := readAnswer(f)
-	if interrupted {
-		// The terminal stays as it was (cooked, echoing: nothing of ours to undo); the
-		// line after the ^C keeps the shell's prompt off ours. Exit 130/143 (finish).
-		fmt.Fprintln(f.IO.ErrOut)
-		return exitWith(ExitFailed, fmt.Errorf("did not %s (interrupted)", what))
-	}
-	answer := strings.TrimSpace(line)
-	ok := answer == want
-	if want == "y" {
-		ok = strings.EqualFold(answer, "y") || strings.EqualFold(answer, "yes")
-	}
-	if ok {
-		return nil
-	}
-	if err != nil && err != io.EOF {
-		return exitWith(ExitFailed, fmt.Errorf("cannot read the confirmation: %v", err))
-	}
-	if err == io.EOF && line == "" {
-		fmt.Fprintln(f.IO.ErrOut)
-	}
-	if want == "y" {
-		return exitWith(ExitFailed, fmt.Errorf("did not %s (not confirmed)", what))
-	}
-	return exitWith(ExitFailed, fmt.Errorf("did not %s (the name typed did not match)", what))
 }

@@ -178,7 +178,7 @@ func topicEditRun(f *Factory, opts *TopicEditOptions) error {
 		return adminFatal(f, c, err, opts.Topic, "see narad topic edit --help")
 	}
 	if opts.Output == "json" {
-		return printJSON(f, t)
+		return f.runEnv().printJSON(t)
 	}
 	var changed []string
 	p := opts.Patch
@@ -294,7 +294,7 @@ func topicAttachRun(f *Factory, opts *TopicAttachOptions) error {
 		return adminFatal(f, c, err, opts.Parent, hint)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, t)
+		return f.runEnv().printJSON(t)
 	}
 	how := "every new message"
 	if opts.DelayMs > 0 {
@@ -344,7 +344,7 @@ func topicDetachRun(f *Factory, opts *TopicDetachOptions) error {
 	parent, child := render.Escape(opts.Parent), render.Escape(opts.Child)
 	if !opts.Yes {
 		what := fmt.Sprintf("detach %s from %s", child, parent)
-		if err := confirm(f, what, fmt.Sprintf("Stop copying the new messages of %s into %s?", parent, child), "y"); err != nil {
+		if err := f.runEnv().confirm(what, fmt.Sprintf("Stop copying the new messages of %s into %s?", parent, child), "y"); err != nil {
 			return err
 		}
 	}
@@ -358,7 +358,7 @@ func topicDetachRun(f *Factory, opts *TopicDetachOptions) error {
 		return adminFatal(f, c, err, opts.Parent, fmt.Sprintf("see narad topic children %s", parent))
 	}
 	if opts.Output == "json" {
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Parent   string `json:"parent"`
 			Child    string `json:"child"`
 			Detached bool   `json:"detached"`
@@ -419,7 +419,7 @@ func topicChildrenRun(f *Factory, opts *TopicChildrenOptions) error {
 		if children == nil {
 			children = []client.Child{}
 		}
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Parent   string         `json:"parent"`
 			Children []client.Child `json:"children"`
 		}{opts.Parent, children})
@@ -441,7 +441,7 @@ func topicChildrenRun(f *Factory, opts *TopicChildrenOptions) error {
 		}
 		rows = append(rows, []string{ch.Name, delay, lag})
 	}
-	return printTable(f, []string{"NAME", "DELAY", "LAG"}, rows)
+	return f.runEnv().printTable([]string{"NAME", "DELAY", "LAG"}, rows)
 }
 
 // --- topic schema ---
@@ -496,7 +496,7 @@ func topicSchemaRun(f *Factory, opts *TopicSchemaOptions) error {
 		if h.Versions == nil {
 			h.Versions = []client.SchemaVersion{}
 		}
-		return printJSON(f, h)
+		return f.runEnv().printJSON(h)
 	}
 	if h.Version == 0 || len(h.Versions) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "topic %s has no schema (add one with narad topic edit %s --schema FILE)\n",
@@ -550,5 +550,5 @@ func adminFatal(f *Factory, c *client.Client, err error, topic, hint400 string) 
 				describeErr(err), c.BaseURL()))
 		}
 	}
-	return apiFatal(f, c, err, topic)
+	return f.runEnv().apiFatal(c, err, topic)
 }

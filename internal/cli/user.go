@@ -176,7 +176,7 @@ func userFatal(f *Factory, c *client.Client, err error, name string) error {
 		return exitWith(ExitFailed, fmt.Errorf("%s (needs admin; only the root admin grants admin, "+
 			"and nobody grants what they do not hold)", describeErr(err)))
 	}
-	return apiFatal(f, c, err, "")
+	return f.runEnv().apiFatal(c, err, "")
 }
 
 // userView is a user as -o json prints it: the node's fields, times in milliseconds.
@@ -264,7 +264,7 @@ func userAddRun(f *Factory, opts *UserAddOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, u)
+		return f.runEnv().printJSON(u)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "added user %s (%s)\n", render.Escape(opts.Name), formatGrants(u.Grants))
 	return nil
@@ -315,7 +315,7 @@ func userLsRun(f *Factory, opts *UserLsOptions) error {
 		if users == nil {
 			users = []client.User{}
 		}
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Users []client.User `json:"users"`
 		}{users})
 	}
@@ -327,7 +327,7 @@ func userLsRun(f *Factory, opts *UserLsOptions) error {
 		}
 		rows = append(rows, []string{u.Username, root, formatGrants(u.Grants)})
 	}
-	return printTable(f, []string{"NAME", "ROOT", "GRANTS"}, rows)
+	return f.runEnv().printTable([]string{"NAME", "ROOT", "GRANTS"}, rows)
 }
 
 // --- user show ---
@@ -373,7 +373,7 @@ func userShowRun(f *Factory, opts *UserShowOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, u)
+		return f.runEnv().printJSON(u)
 	}
 	return printUser(f, u)
 }
@@ -440,7 +440,7 @@ func userGrantRun(f *Factory, opts *UserGrantOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, u)
+		return f.runEnv().printJSON(u)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "replaced the grants of %s: was %s, now %s\n",
 		render.Escape(opts.Name), formatGrants(before.Grants), formatGrants(u.Grants))
@@ -547,7 +547,7 @@ func userRmRun(f *Factory, opts *UserRmOptions) error {
 	name := render.Escape(opts.Name)
 	if !opts.Yes {
 		prompt := fmt.Sprintf("Remove user %s? Type its name to confirm:", name)
-		if err := confirm(f, "remove user "+name, prompt, opts.Name); err != nil {
+		if err := f.runEnv().confirm("remove user "+name, prompt, opts.Name); err != nil {
 			return err
 		}
 	}
@@ -561,7 +561,7 @@ func userRmRun(f *Factory, opts *UserRmOptions) error {
 		return userFatal(f, c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return printJSON(f, struct {
+		return f.runEnv().printJSON(struct {
 			Username string `json:"username"`
 			Deleted  bool   `json:"deleted"`
 		}{opts.Name, true})

@@ -62,12 +62,17 @@ func versionLine(v versionInfo) string {
 	return fmt.Sprintf("narad %s (commit %s, built %s, %s)", v.Version, v.Commit, v.Date, v.GoVersion)
 }
 
-type versionOptions struct {
-	output string
+// VersionOptions is what `narad version` runs with.
+type VersionOptions struct {
+	runEnv
+	Output string
 }
 
-func newVersionCmd(f *Factory) *cobra.Command {
-	opts := &versionOptions{}
+func newVersionCmd(f *Factory) *cobra.Command { return versionCmd(f, versionRun) }
+
+// versionCmd is the command; run is what it runs (a test passes its own).
+func versionCmd(f *Factory, run func(*VersionOptions) error) *cobra.Command {
+	opts := &VersionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print version, commit, build date and Go version",
@@ -77,22 +82,22 @@ func newVersionCmd(f *Factory) *cobra.Command {
 		Args:        exactArgs(0, "no arguments"),
 		Annotations: map[string]string{instant: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return versionRun(f, opts)
+			opts.runEnv = f.runEnv()
+			if err := checkTextJSON(opts.Output); err != nil {
+				return err
+			}
+			return run(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "text", "output format: text or json")
-	addJQFlag(cmd)
+	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func versionRun(f *Factory, opts *versionOptions) error {
+func versionRun(opts *VersionOptions) error {
 	v := buildInfo()
-	switch opts.output {
-	case "json":
-		return printJSON(f, v)
-	case "text", "":
-		_, err := fmt.Fprintln(f.IO.Out, versionLine(v))
-		return outputDone(err)
+	if opts.Output == "json" {
+		return opts.printJSON(v)
 	}
-	return usageErrorf("invalid --output %q (text or json)", opts.output)
+	_, err := fmt.Fprintln(opts.IO.Out, versionLine(v))
+	return outputDone(err)
 }
