@@ -160,6 +160,21 @@ func (m *Message) AppendKey(dst []byte) (out []byte, ok bool, err error) {
 	return dst, true, &UnknownEncodingError{Field: "key_encoding", Value: m.KeyEncoding}
 }
 
+// ForwardKey is the key to produce m with when passing it on to another topic (a dead
+// letter): decoded, else as the node sent it, since a key that cannot be decoded is
+// still better kept than dropped; nil when m has no key.
+func (m *Message) ForwardKey() *string {
+	key, ok, err := m.KeyBytes()
+	if !ok {
+		return nil
+	}
+	k := string(key)
+	if err != nil {
+		k = *m.Key
+	}
+	return &k
+}
+
 // plainJSONString returns the inside of the JSON string q when it has no escapes, which
 // is then its text as it is.
 func plainJSONString(q []byte) ([]byte, bool) {

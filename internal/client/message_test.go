@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -117,6 +118,44 @@ func TestKeyBytes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A key passed on keeps what can be read of it: decoded when it can be, the node's own
+// text when it cannot, nothing when there is none.
+func TestForwardKey(t *testing.T) {
+	k := func(s string) *string { return &s }
+	tests := []struct {
+		name string
+		key  *string
+		enc  string
+		want *string
+	}{
+		{"no key", nil, "", nil},
+		{"empty key", k(""), "", k("")},
+		{"text key", k("customer-42"), "", k("customer-42")},
+		{"base64 key", k("//5hYg=="), "base64", k("\xff\xfeab")},
+		{"bad base64 key", k("//5hYg"), "base64", k("//5hYg")},
+		{"unknown key encoding", k("x"), "rot13", k("x")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &Message{Key: tt.key, KeyEncoding: tt.enc}
+			got := m.ForwardKey()
+			if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+				t.Errorf("ForwardKey = %s; want %s", show(got), show(tt.want))
+			}
+			if got != nil && got == m.Key {
+				t.Errorf("ForwardKey returned the message's own key; want a copy")
+			}
+		})
+	}
+}
+
+func show(p *string) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.Quote(*p)
 }
 
 // FuzzJSONText: our unquoting agrees with encoding/json on every valid JSON string.
