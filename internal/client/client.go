@@ -89,30 +89,9 @@ const (
 // New checks cfg and builds a Client. It fails on a URL that is not http(s) or on a
 // CA file that cannot be read or holds no certificate.
 func New(cfg Config) (*Client, error) {
-	raw := strings.TrimSpace(cfg.BaseURL)
-	if raw == "" {
-		return nil, errors.New("no server URL")
-	}
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := url.Parse(raw)
+	u, err := parseBaseURL(cfg.BaseURL)
 	if err != nil {
-		// url.Error repeats the URL, password included.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("server URL %q: %w", redactURL(cfg.BaseURL), err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("server URL %q: scheme must be http or https", redactURL(cfg.BaseURL))
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("server URL %q: no host", redactURL(cfg.BaseURL))
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("server URL %q: no query or fragment allowed", redactURL(cfg.BaseURL))
+		return nil, err
 	}
 	c := &Client{
 		user:    cfg.User,
@@ -130,9 +109,6 @@ func New(cfg Config) (*Client, error) {
 	if c.hooks, err = newHooks(cfg.Hooks); err != nil {
 		return nil, err
 	}
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
 	if u.User != nil && !c.hasAuth {
 		c.user = u.User.Username()
 		c.pass, _ = u.User.Password()
@@ -145,31 +121,82 @@ func New(cfg Config) (*Client, error) {
 		c.http = cfg.HTTPClient
 		return c, nil
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 2 * maxConns
-	tr.MaxIdleConnsPerHost = maxConns
-	if u.Scheme == "https" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure}
-		if cfg.CACertFile != "" {
-			pem, err := readCACert(cfg.CACertFile)
-			if err != nil {
-				return nil, fmt.Errorf("CA certificate: %w", err)
-			}
-			pool, err := x509.SystemCertPool()
-			if err != nil || pool == nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("CA certificate %s: no PEM certificate found", cfg.CACertFile)
-			}
-			tc.RootCAs = pool
-		}
-		tr.TLSClientConfig = tc
+	tr, err := newTransport(cfg, u.Scheme == "https")
+	if err != nil {
+		return nil, err
 	}
 	// No http.Client.Timeout: each request gets its own deadline through its context,
 	// because a long-polling consume needs a longer one than an ack.
 	c.http = &http.Client{Transport: tr, CheckRedirect: refuseRedirect}
 	return c, nil
+}
+
+// parseBaseURL reads a node's address (http:// when it names no scheme) and refuses
+// what cannot be one; its errors never show the password the address may hold.
+func parseBaseURL(base string) (*url.URL, error) {
+	raw := strings.TrimSpace(base)
+	if raw == "" {
+		return nil, errors.New("no server URL")
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the URL, password included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("server URL %q: %w", redactURL(base), err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("server URL %q: scheme must be http or https", redactURL(base))
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("server URL %q: no host", redactURL(base))
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("server URL %q: no query or fragment allowed", redactURL(base))
+	}
+	return u, nil
+}
+
+// newTransport is the client's own connection pool, sized for maxConns requests in
+// flight, with the TLS settings of cfg for an https node.
+func newTransport(cfg Config, https bool) (*http.Transport, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 2 * maxConns
+	tr.MaxIdleConnsPerHost = maxConns
+	if !https {
+		return tr, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.Insecure}
+	if cfg.CACertFile != "" {
+		pool, err := caPool(cfg.CACertFile)
+		if err != nil {
+			return nil, err
+		}
+		tc.RootCAs = pool
+	}
+	tr.TLSClientConfig = tc
+	return tr, nil
+}
+
+// caPool is the system's trusted CAs with those of the PEM file at path added.
+func caPool(path string) (*x509.CertPool, error) {
+	pem, err := readCACert(path)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA certificate %s: no PEM certificate found", path)
+	}
+	return pool, nil
 }
 
 // maxCACert bounds a CA file: a bundle of every public root is about 200 KB.
@@ -278,23 +305,10 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
 		WroteRequest: func(i httptrace.WroteRequestInfo) { sent.Store(i.Err == nil) },
 	})
-
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(rctx, r.method, u, body)
+	req, err := c.newHTTPRequest(rctx, r, u)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.op, err)
 	}
-	for k, v := range r.header {
-		req.Header[k] = v
-	}
-	if r.ctype != "" {
-		req.Header["Content-Type"] = contentTypeHeader(r.ctype)
-	}
-	req.Header["X-Narad-Client"] = c.nameHeader
-	req.Header["User-Agent"] = c.uaHeader
 	x := Exchange{Op: r.op, Method: r.method, URL: u, Attempt: max(r.attempt, 1)}
 	if len(c.hooks.request) > 0 {
 		// Cloned before the credentials go in: no hook ever sees them.
@@ -308,21 +322,7 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	}
 
 	start := time.Now()
-	resp, err := c.http.Do(req)
-	if errors.Is(err, io.EOF) {
-		err = &cutError{what: "the node closed the connection without answering", err: err}
-	}
-	var out *response
-	if err == nil {
-		var b []byte
-		b, err = readBody(resp, &c.reading, r.limit)
-		resp.Body.Close()
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = &cutError{what: "the node's answer was cut short", err: err}
-		}
-		out = &response{status: resp.StatusCode, header: resp.Header, body: b}
-		c.reached.Store(true)
-	}
+	out, err := c.roundTrip(req, r.limit)
 	took := time.Since(start)
 	if err == nil {
 		for _, h := range c.hooks.answer {
@@ -330,20 +330,71 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 		}
 		return out, nil
 	}
-	switch {
-	case ctx.Err() != nil:
-		err = ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		// Say which deadline ran out: the bare "context deadline exceeded" reads as if
-		// the caller's own deadline had passed.
-		err = &TimeoutError{After: timeout, Sent: sent.Load(), err: err}
-	case sent.Load() && !errors.Is(err, errBodyTooLarge):
-		err = &NoAnswerError{Err: err}
-	}
+	err = explainFailure(ctx, err, timeout, sent.Load())
 	for _, h := range c.hooks.transport {
 		h.OnTransportError(TransportErrorEvent{Exchange: x, Err: err, Latency: took, Sent: sent.Load()})
 	}
 	return nil, fmt.Errorf("%s: %w", r.op, err)
+}
+
+// newHTTPRequest is r as an HTTP request to u, with every header but the credentials.
+func (c *Client) newHTTPRequest(ctx context.Context, r *request, u string) (*http.Request, error) {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	if r.ctype != "" {
+		req.Header["Content-Type"] = contentTypeHeader(r.ctype)
+	}
+	req.Header["X-Narad-Client"] = c.nameHeader
+	req.Header["User-Agent"] = c.uaHeader
+	return req, nil
+}
+
+// roundTrip sends req and reads the whole answer (at most limit bytes, see readBody),
+// naming a connection closed or an answer cut short as such.
+func (c *Client) roundTrip(req *http.Request, limit answerLimit) (*response, error) {
+	resp, err := c.http.Do(req)
+	if errors.Is(err, io.EOF) {
+		return nil, &cutError{what: "the node closed the connection without answering", err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := readBody(resp, &c.reading, limit)
+	resp.Body.Close()
+	c.reached.Store(true)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, &cutError{what: "the node's answer was cut short", err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// explainFailure says what a request that got no usable answer ran into: the caller
+// giving up, this request's own deadline (after timeout), or a node that took the
+// request and never answered (sent).
+func explainFailure(ctx context.Context, err error, timeout time.Duration, sent bool) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		// Say which deadline ran out: the bare "context deadline exceeded" reads as if
+		// the caller's own deadline had passed.
+		return &TimeoutError{After: timeout, Sent: sent, err: err}
+	case sent && !errors.Is(err, errBodyTooLarge):
+		return &NoAnswerError{Err: err}
+	}
+	return err
 }
 
 // The content types requests carry, as shared header values.

@@ -121,74 +121,8 @@ func (d *fastDecoder) message(m *Message, k int) bool {
 		if !ok || !d.next(':') {
 			return false
 		}
-		var bit int
-		switch string(name) {
-		case "topic":
-			bit = fTopic
-			s, ok := d.plainString()
-			if !ok {
-				return false
-			}
-			fs.topic = d.intern(s)
-		case "partition":
-			bit = fPartition
-			n, ok := d.integer()
-			if !ok || int64(int(n)) != n {
-				return false
-			}
-			m.Partition = int(n)
-		case "offset":
-			bit = fOffset
-			n, ok := d.integer()
-			if !ok {
-				return false
-			}
-			m.Offset = n
-		case "timestamp":
-			bit = fTimestamp
-			n, ok := d.integer()
-			if !ok {
-				return false
-			}
-			m.Timestamp = n
-		case "key":
-			bit = fKey
-			if !d.stringField(&fs.key) {
-				return false
-			}
-		case "key_encoding":
-			bit = fKeyEncoding
-			if !d.stringField(&fs.keyEncoding) {
-				return false
-			}
-		case "payload_encoding":
-			bit = fPayloadEncoding
-			if !d.stringField(&fs.payloadEncoding) {
-				return false
-			}
-		case "receipt_handle":
-			bit = fHandle
-			if !d.stringField(&fs.handle) {
-				return false
-			}
-		case "payload":
-			bit = fPayload
-			start := d.i
-			// A null payload, and whitespace next to one (kept as the payload's own,
-			// see keepPayloadSpace), are left to the general way.
-			if d.i >= len(d.b) || d.b[d.i] == 'n' || isSpace(d.b[d.i]) {
-				return false
-			}
-			end, ok := valueEnd(d.b, d.i)
-			if !ok || end == start || isSpace(d.b[end-1]) || !json.Valid(d.b[start:end]) {
-				return false
-			}
-			d.i = end
-			m.Payload = d.b[start:end:end]
-		default:
-			return false
-		}
-		if seen&bit != 0 {
+		bit := d.field(m, fs, name)
+		if bit == 0 || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -199,16 +133,83 @@ func (d *fastDecoder) message(m *Message, k int) bool {
 	}
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+// field reads the value of the field called name into m (a string into fs), and
+// returns the field's bit, or 0 for a field or value left to the general way.
+func (d *fastDecoder) field(m *Message, fs *fieldSpans, name []byte) int {
+	switch string(name) {
+	case "topic":
+		s, ok := d.plainString()
+		if !ok {
+			return 0
+		}
+		fs.topic = d.intern(s)
+		return fTopic
+	case "partition":
+		n, ok := d.integer()
+		if !ok || int64(int(n)) != n {
+			return 0
+		}
+		m.Partition = int(n)
+		return fPartition
+	case "offset":
+		return d.intField(&m.Offset, fOffset)
+	case "timestamp":
+		return d.intField(&m.Timestamp, fTimestamp)
+	case "key":
+		return d.stringField(&fs.key, fKey)
+	case "key_encoding":
+		return d.stringField(&fs.keyEncoding, fKeyEncoding)
+	case "payload_encoding":
+		return d.stringField(&fs.payloadEncoding, fPayloadEncoding)
+	case "receipt_handle":
+		return d.stringField(&fs.handle, fHandle)
+	case "payload":
+		if !d.payload(m) {
+			return 0
+		}
+		return fPayload
+	}
+	return 0
+}
 
-// stringField reads a plain string into the arena.
-func (d *fastDecoder) stringField(sp *span) bool {
-	s, ok := d.plainString()
-	if !ok {
+// payload takes the payload's JSON as it stands in the body, without a copy.
+func (d *fastDecoder) payload(m *Message) bool {
+	start := d.i
+	// A null payload, and whitespace next to one (kept as the payload's own, see
+	// keepPayloadSpace), are left to the general way.
+	if d.i >= len(d.b) || d.b[d.i] == 'n' || isSpace(d.b[d.i]) {
 		return false
 	}
-	*sp = d.keep(s)
+	end, ok := valueEnd(d.b, d.i)
+	if !ok || end == start || isSpace(d.b[end-1]) || !json.Valid(d.b[start:end]) {
+		return false
+	}
+	d.i = end
+	m.Payload = d.b[start:end:end]
 	return true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// intField reads an integer into *n and returns bit, or 0 when the value is not one.
+func (d *fastDecoder) intField(n *int64, bit int) int {
+	v, ok := d.integer()
+	if !ok {
+		return 0
+	}
+	*n = v
+	return bit
+}
+
+// stringField reads a plain string into the arena and returns bit, or 0 when the
+// value is not one.
+func (d *fastDecoder) stringField(sp *span, bit int) int {
+	s, ok := d.plainString()
+	if !ok {
+		return 0
+	}
+	*sp = d.keep(s)
+	return bit
 }
 
 func (d *fastDecoder) keep(s []byte) span {
