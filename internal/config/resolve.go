@@ -143,98 +143,134 @@ func Describe(fl Flags, f *File, getenv func(string) string) (Connection, error)
 }
 
 func resolve(fl Flags, f *File, getenv func(string) string, readPassword bool) (Connection, error) {
-	l := newLayers(fl, getenv)
-	var conn Connection
-
-	name, nameFrom := l.context(f)
-	var saved Context
-	if name != "" {
-		c, ok := f.Contexts[name]
-		if !ok {
-			if nameFrom != SourceCurrent {
-				return Connection{}, fmt.Errorf("no context named %q (see narad context ls)", name)
-			}
-			return Connection{}, fmt.Errorf("current context %q is not in %s (run narad context use NAME)", name, f.Path())
-		}
-		saved, conn.Context, conn.From.Context = c, name, nameFrom
-		saved.Server = NormalizeServer(saved.Server)
-	}
-
-	conn.Server, conn.From.Server = DefaultServer, SourceDefault
-	if saved.Server != "" {
-		conn.Server, conn.From.Server = saved.Server, SourceContext
-	}
-	if s, src, ok := l.get("server"); ok {
-		conn.Server, conn.From.Server = NormalizeServer(s), src
-	}
-	if err := ValidateServer(conn.Server); err != nil {
+	r := resolution{l: newLayers(fl, getenv), fl: fl, readPassword: readPassword}
+	if err := r.useContext(f); err != nil {
 		return Connection{}, err
 	}
-
-	credsMayGo := saved.Server != "" && SameOrigin(conn.Server, saved.Server)
-	fromContext := func(v string) Source {
-		if v == "" {
-			return SourceNone
-		}
-		return SourceContext
+	if err := r.server(); err != nil {
+		return Connection{}, err
 	}
-	savedPass := func() error {
-		if !readPassword {
-			if _, has := saved.HasPassword(); has {
-				conn.From.Password = SourceContext
-			}
-			return nil
-		}
-		pw, err := savedPassword(saved)
-		if err != nil {
-			return fmt.Errorf("context %q: %v", name, err)
-		}
-		conn.Password, conn.From.Password = pw, fromContext(pw)
+	r.credsMayGo = r.saved.Server != "" && SameOrigin(r.conn.Server, r.saved.Server)
+	if err := r.credentials(); err != nil {
+		return Connection{}, err
+	}
+	r.tls()
+	return r.conn, nil
+}
+
+// resolution is one Resolve on its way: the layers, the context in use, and the
+// Connection filled in field by field.
+type resolution struct {
+	l            layers
+	fl           Flags
+	readPassword bool
+	saved        Context // the context in use, its server normalized; zero when none
+	// credsMayGo: the server in use is the one the context was saved for, so its
+	// credentials and TLS settings may go to it.
+	credsMayGo bool
+	conn       Connection
+}
+
+// useContext finds the context in use, which must exist once named.
+func (r *resolution) useContext(f *File) error {
+	name, from := r.l.context(f)
+	if name == "" {
 		return nil
 	}
+	c, ok := f.Contexts[name]
+	if !ok {
+		if from != SourceCurrent {
+			return fmt.Errorf("no context named %q (see narad context ls)", name)
+		}
+		return fmt.Errorf("current context %q is not in %s (run narad context use NAME)", name, f.Path())
+	}
+	r.saved, r.conn.Context, r.conn.From.Context = c, name, from
+	r.saved.Server = NormalizeServer(r.saved.Server)
+	return nil
+}
 
-	user, userFrom, userGiven := l.get("user")
-	pass, passFrom, passGiven := l.get("password")
-	if passGiven && fl.PasswordStdin && passFrom == SourceFlag {
+// server is flag > env > context > default, and must be a server URL.
+func (r *resolution) server() error {
+	r.conn.Server, r.conn.From.Server = DefaultServer, SourceDefault
+	if r.saved.Server != "" {
+		r.conn.Server, r.conn.From.Server = r.saved.Server, SourceContext
+	}
+	if s, src, ok := r.l.get("server"); ok {
+		r.conn.Server, r.conn.From.Server = NormalizeServer(s), src
+	}
+	return ValidateServer(r.conn.Server)
+}
+
+// credentials are the user and password: a flag or the environment first; the
+// context's only when they may go to this server, and its password only with its user.
+func (r *resolution) credentials() error {
+	user, userFrom, userGiven := r.l.get("user")
+	pass, passFrom, passGiven := r.l.get("password")
+	if passGiven && r.fl.PasswordStdin && passFrom == SourceFlag {
 		passFrom = SourceStdin
 	}
 	if passGiven {
-		conn.Password, conn.From.Password = pass, passFrom
+		r.conn.Password, r.conn.From.Password = pass, passFrom
 	}
 	switch {
 	case userGiven:
-		conn.User, conn.From.User = user, userFrom
+		r.conn.User, r.conn.From.User = user, userFrom
 		// The saved password, only for the user it was saved with.
-		if !passGiven && credsMayGo && user == saved.User {
-			if err := savedPass(); err != nil {
-				return Connection{}, err
-			}
+		if !passGiven && r.credsMayGo && user == r.saved.User {
+			return r.savedPassword()
 		}
-	case credsMayGo:
-		conn.User, conn.From.User = saved.User, fromContext(saved.User)
+	case r.credsMayGo:
+		r.conn.User, r.conn.From.User = r.saved.User, contextSource(r.saved.User)
 		if !passGiven {
-			if err := savedPass(); err != nil {
-				return Connection{}, err
-			}
+			return r.savedPassword()
 		}
 	default:
-		if _, has := saved.HasPassword(); saved.User != "" || has {
-			conn.DroppedCredentials = true
+		if _, has := r.saved.HasPassword(); r.saved.User != "" || has {
+			r.conn.DroppedCredentials = true
 		}
 	}
+	return nil
+}
 
-	if credsMayGo {
-		conn.CACert, conn.From.CACert = saved.CACert, fromContext(saved.CACert)
-		conn.Insecure = saved.Insecure
-		if saved.Insecure {
-			conn.From.Insecure = SourceContext
+// savedPassword takes the context's password, or for Describe only says it would.
+func (r *resolution) savedPassword() error {
+	if !r.readPassword {
+		if _, has := r.saved.HasPassword(); has {
+			r.conn.From.Password = SourceContext
+		}
+		return nil
+	}
+	pw, err := savedPassword(r.saved)
+	if err != nil {
+		return fmt.Errorf("context %q: %v", r.conn.Context, err)
+	}
+	r.conn.Password, r.conn.From.Password = pw, contextSource(pw)
+	return nil
+}
+
+// tls is the CA file and --insecure: the flags, else the context's when its
+// credentials may go to this server.
+func (r *resolution) tls() {
+	if r.credsMayGo {
+		r.conn.CACert, r.conn.From.CACert = r.saved.CACert, contextSource(r.saved.CACert)
+		r.conn.Insecure = r.saved.Insecure
+		if r.saved.Insecure {
+			r.conn.From.Insecure = SourceContext
 		}
 	}
-	if fl.CACert.Set {
-		conn.CACert, conn.From.CACert = fl.CACert.Value, SourceFlag
+	if r.fl.CACert.Set {
+		r.conn.CACert, r.conn.From.CACert = r.fl.CACert.Value, SourceFlag
 	}
-	if fl.Insecure.Set {
-		conn.Insecure, conn.From.Insecure = fl.Insecure.Value, SourceFlag
+	if r.fl.Insecure.Set {
+		r.conn.Insecure, r.conn.From.Insecure = r.fl.Insecure.Value, SourceFlag
 	}
-	return conn, nil
+}
+
+// contextSource is where a value taken from the context came from: nowhere when the
+// context has none.
+func contextSource(v string) Source {
+	if v == "" {
+		return SourceNone
+	}
+	return SourceContext
 }
