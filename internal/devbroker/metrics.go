@@ -82,11 +82,26 @@ func (b *Broker) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		b.writeFault(w, f)
 		return
 	}
+	topics, links := b.metricsNow()
 	e := &exposition{seen: map[string]bool{}}
-	type topicMetrics struct {
-		name  string
-		parts []partitionMetrics
-	}
+	e.topics(topics)
+	e.partitions(topics)
+	e.fanout(links)
+	body := e.sb.String()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(body))
+}
+
+// topicMetrics is one topic's partitions as a scrape reads them.
+type topicMetrics struct {
+	name  string
+	parts []partitionMetrics
+}
+
+// metricsNow reads every topic's partitions, and the fan-out links from them.
+func (b *Broker) metricsNow() ([]topicMetrics, []*link) {
 	var all []topicMetrics
 	var links []*link
 	for _, name := range b.topicNames() {
@@ -101,6 +116,11 @@ func (b *Broker) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		all = append(all, topicMetrics{name, ms})
 		links = append(links, t.childLinks()...)
 	}
+	return all, links
+}
+
+// topics writes the cluster's counts and each topic's bytes.
+func (e *exposition) topics(all []topicMetrics) {
 	partitions := 0
 	for _, t := range all {
 		partitions += len(t.parts)
@@ -114,6 +134,10 @@ func (b *Broker) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 		e.sample("narad_topic_bytes", "gauge", "Bytes a topic uses on this node.", float64(bytes), "topic", t.name)
 	}
+}
+
+// partitions writes the per-partition series, family by family.
+func (e *exposition) partitions(all []topicMetrics) {
 	series := []struct {
 		name, kind, help string
 		value            func(partitionMetrics) float64
@@ -133,6 +157,10 @@ func (b *Broker) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// fanout writes each link's lag per partition, then what each child never got.
+func (e *exposition) fanout(links []*link) {
 	for _, l := range links {
 		for i, lag := range l.partitionLag() {
 			e.sample("narad_fanout_lag_messages", "gauge", "Parent messages not yet copied to the child.", float64(lag),
@@ -146,9 +174,4 @@ func (b *Broker) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		e.sample("narad_fanout_child_dropped_messages", "counter", "Parent messages a child never got: they aged out before they were copied.",
 			float64(dropped), "parent", l.parent.name, "child", l.child.name)
 	}
-	body := e.sb.String()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write([]byte(body))
 }

@@ -208,92 +208,113 @@ func compileSchema(doc json.RawMessage) (json.RawMessage, *schemaNode, error) {
 	return buf.Bytes(), root, nil
 }
 
+// compileNode compiles the schema v, found at the JSON pointer at, level schemas deep.
 func compileNode(v any, at string, level int) (*schemaNode, error) {
 	if level > maxSchemaDepth {
 		return nil, invalidSchema("nests deeper than %d levels", maxSchemaDepth)
-	}
-	bad := func(format string, args ...any) error {
-		return invalidSchema("at '%s': %s", at, fmt.Sprintf(format, args...))
 	}
 	switch x := v.(type) {
 	case bool:
 		return &schemaNode{never: !x}, nil
 	case map[string]any:
 		n := &schemaNode{}
-		if t, ok := x["type"]; ok {
-			n.types = map[string]bool{}
-			names, isList := t.([]any)
-			if !isList {
-				names = []any{t}
-			}
-			for _, e := range names {
-				s, ok := e.(string)
-				if !ok || !schemaTypes[s] {
-					return nil, bad("type must be one of null, boolean, object, array, number, string, integer, or a list of them")
-				}
-				n.types[s] = true
-			}
+		if err := n.compileValueRules(x, at); err != nil {
+			return nil, err
 		}
-		if e, ok := x["enum"]; ok {
-			list, ok := e.([]any)
-			if !ok {
-				return nil, bad("enum must be an array")
-			}
-			n.enum = []string{}
-			for _, val := range list {
-				n.enum = append(n.enum, canonicalJSON(val))
-			}
-		}
-		if c, ok := x["const"]; ok {
-			n.enum = []string{canonicalJSON(c)}
-		}
-		if r, ok := x["required"]; ok {
-			list, ok := r.([]any)
-			if !ok {
-				return nil, bad("required must be an array of strings")
-			}
-			for _, e := range list {
-				s, ok := e.(string)
-				if !ok {
-					return nil, bad("required must be an array of strings")
-				}
-				n.required = append(n.required, s)
-			}
-		}
-		if p, ok := x["properties"]; ok {
-			m, ok := p.(map[string]any)
-			if !ok {
-				return nil, bad("properties must be an object of schemas")
-			}
-			n.props = map[string]*schemaNode{}
-			for name, sub := range m {
-				c, err := compileSubschema(sub, at+"/properties/"+name, level)
-				if err != nil {
-					return nil, err
-				}
-				n.props[name] = c
-			}
-		}
-		if a, ok := x["additionalProperties"]; ok {
-			c, err := compileSubschema(a, at+"/additionalProperties", level)
-			if err != nil {
-				return nil, err
-			}
-			n.addl = c
-		}
-		if it, ok := x["items"]; ok {
-			if _, tuple := it.([]any); tuple {
-				return nil, bad("items must be one schema; the array form is not supported")
-			}
-			c, err := compileSubschema(it, at+"/items", level)
-			if err != nil {
-				return nil, err
-			}
-			n.items = c
+		if err := n.compileChildren(x, at, level); err != nil {
+			return nil, err
 		}
 		return n, nil
 	}
-	return nil, bad("a schema is a JSON object or a boolean")
+	return nil, invalidAt(at, "a schema is a JSON object or a boolean")
+}
+
+// invalidAt is an invalid schema, naming where in it the fault is.
+func invalidAt(at, format string, args ...any) error {
+	return invalidSchema("at '%s': %s", at, fmt.Sprintf(format, args...))
+}
+
+// compileValueRules reads the keywords about the value itself: type, enum, const and
+// required.
+func (n *schemaNode) compileValueRules(x map[string]any, at string) error {
+	if t, ok := x["type"]; ok {
+		n.types = map[string]bool{}
+		names, isList := t.([]any)
+		if !isList {
+			names = []any{t}
+		}
+		for _, e := range names {
+			s, ok := e.(string)
+			if !ok || !schemaTypes[s] {
+				return invalidAt(at, "type must be one of null, boolean, object, array, number, string, integer, or a list of them")
+			}
+			n.types[s] = true
+		}
+	}
+	if e, ok := x["enum"]; ok {
+		list, ok := e.([]any)
+		if !ok {
+			return invalidAt(at, "enum must be an array")
+		}
+		n.enum = []string{}
+		for _, val := range list {
+			n.enum = append(n.enum, canonicalJSON(val))
+		}
+	}
+	if c, ok := x["const"]; ok {
+		n.enum = []string{canonicalJSON(c)}
+	}
+	if r, ok := x["required"]; ok {
+		list, ok := r.([]any)
+		if !ok {
+			return invalidAt(at, "required must be an array of strings")
+		}
+		for _, e := range list {
+			s, ok := e.(string)
+			if !ok {
+				return invalidAt(at, "required must be an array of strings")
+			}
+			n.required = append(n.required, s)
+		}
+	}
+	return nil
+}
+
+// compileChildren reads the keywords holding the schemas of what the value contains:
+// properties, additionalProperties and items.
+func (n *schemaNode) compileChildren(x map[string]any, at string, level int) error {
+	if p, ok := x["properties"]; ok {
+		m, ok := p.(map[string]any)
+		if !ok {
+			return invalidAt(at, "properties must be an object of schemas")
+		}
+		n.props = map[string]*schemaNode{}
+		for name, sub := range m {
+			c, err := compileSubschema(sub, at+"/properties/"+name, level)
+			if err != nil {
+				return err
+			}
+			n.props[name] = c
+		}
+	}
+	if a, ok := x["additionalProperties"]; ok {
+		c, err := compileSubschema(a, at+"/additionalProperties", level)
+		if err != nil {
+			return err
+		}
+		n.addl = c
+	}
+	if it, ok := x["items"]; ok {
+		if _, tuple := it.([]any); tuple {
+			return invalidAt(at, "items must be one schema; the array form is not supported")
+		}
+		c, err := compileSubschema(it, at+"/items", level)
+		if err != nil {
+			return err
+		}
+		n.items = c
+	}
+	return nil
 }
 
 func compileSubschema(v any, at string, level int) (*schemaNode, error) {
