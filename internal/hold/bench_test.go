@@ -57,3 +57,16 @@ func BenchmarkScroll(b *testing.B) {
 		_ = mm.View()
 	}
 }
+
+// BenchmarkPrettyJSON is the formatting step of BenchmarkFirstRender alone: indenting
+// and colouring a 1 MiB document.
+func BenchmarkPrettyJSON(b *testing.B) {
+	payload := bigJSON(1 << 20)
+	c := codesOf(render.NewStyles(&bytes.Buffer{}, true))
+	b.SetBytes(int64(len(payload)))
+	for b.Loop() {
+		if _, ok := prettyJSON(payload, c); !ok {
+			b.Fatal("not JSON")
+		}
+	}
+}
