@@ -37,27 +37,65 @@ var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
 //     leniently by the client) is written base64 with "key_encoding":"base64", because a
 //     JSON string cannot carry those bytes unchanged.
 func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
+	payload, asBase64, err := jsonPayload(m)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `{"topic":`...)
+	dst = textenc.AppendJSONString(dst, m.Topic, textenc.Inert)
+	dst = append(dst, `,"partition":`...)
+	dst = strconv.AppendInt(dst, int64(m.Partition), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendInt(dst, m.Offset, 10)
+	if m.Key != nil {
+		dst = appendKeyFields(dst, m)
+	}
+	dst = append(dst, `,"payload":`...)
+	if asBase64 {
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, payload)
+		dst = append(dst, `","payload_encoding":"base64"`...)
+	} else {
+		dst = append(dst, payload...)
+		if m.PayloadEncoding != "" {
+			dst = append(dst, `,"payload_encoding":`...)
+			dst = textenc.AppendJSONString(dst, m.PayloadEncoding, textenc.Inert)
+		}
+	}
+	dst = append(dst, `,"timestamp":`...)
+	dst = strconv.AppendInt(dst, m.Timestamp, 10)
+	if m.ReceiptHandle != "" {
+		dst = append(dst, `,"receipt_handle":`...)
+		dst = textenc.AppendJSONString(dst, m.ReceiptHandle, textenc.Inert)
+	}
+	return append(dst, "}\n"...), nil
+}
+
+// jsonPayload is how m's payload goes into its record: the JSON to write as it is (a
+// string maybe with its inert characters escaped), or, asBase64, the bytes to write
+// base64; an error for a payload that is not the JSON the node promised.
+func jsonPayload(m *client.Message) (payload []byte, asBase64 bool, err error) {
 	raw := []byte(m.Payload)
 	if len(trimJSONSpace(raw)) == 0 {
-		return dst, client.ErrNoPayload
+		return nil, false, client.ErrNoPayload
 	}
 	// asBase64: a payload whose raw JSON spans lines (or, below, holds a C1 control)
 	// is written base64, exact and inert.
-	asBase64 := bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0
+	asBase64 = bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0
 	if m.PayloadEncoding != "" {
 		// An encoded payload is a JSON string, which cannot span lines; only the
 		// whitespace around it can, and that carries no bytes of the message. Any other
 		// value is a broken answer, which would be written across lines.
 		raw, asBase64 = trimJSONSpace(raw), false
 		if raw[0] != '"' {
-			return dst, fmt.Errorf("payload_encoding %q on a payload that is not a JSON string", m.PayloadEncoding)
+			return nil, false, fmt.Errorf("payload_encoding %q on a payload that is not a JSON string", m.PayloadEncoding)
 		}
 	}
 	if !json.Valid(raw) {
 		// Checked because a line that is not JSON would break every reader downstream,
 		// and base64 of bytes that are not JSON would claim they were produced; the
 		// node's payload is valid JSON, so this costs a scan and never fires.
-		return dst, errInvalidPayloadJSON
+		return nil, false, errInvalidPayloadJSON
 	}
 	// JSON lets a string hold DEL, C1 controls, bidi controls and zero-width characters
 	// raw; a terminal may act on the first ones (U+009B is CSI), and the others reorder
@@ -75,48 +113,24 @@ func appendJSON(dst []byte, m *client.Message) ([]byte, error) {
 			asBase64 = true
 		}
 	}
+	return raw, asBase64, nil
+}
 
-	dst = append(dst, `{"topic":`...)
-	dst = textenc.AppendJSONString(dst, m.Topic, textenc.Inert)
-	dst = append(dst, `,"partition":`...)
-	dst = strconv.AppendInt(dst, int64(m.Partition), 10)
-	dst = append(dst, `,"offset":`...)
-	dst = strconv.AppendInt(dst, m.Offset, 10)
-	if m.Key != nil {
-		dst = append(dst, `,"key":`...)
-		switch {
-		case m.KeyEncoding == "" && !utf8.ValidString(*m.Key):
-			dst = append(dst, '"')
-			dst = base64.StdEncoding.AppendEncode(dst, []byte(*m.Key))
-			dst = append(dst, `","key_encoding":"base64"`...)
-		default:
-			dst = textenc.AppendJSONString(dst, *m.Key, textenc.Inert)
-			if m.KeyEncoding != "" {
-				dst = append(dst, `,"key_encoding":`...)
-				dst = textenc.AppendJSONString(dst, m.KeyEncoding, textenc.Inert)
-			}
-		}
-	}
-	dst = append(dst, `,"payload":`...)
-	switch {
-	case asBase64:
+// appendKeyFields appends m's key, base64 when it is not UTF-8 text a JSON string can
+// carry unchanged, and its key_encoding.
+func appendKeyFields(dst []byte, m *client.Message) []byte {
+	dst = append(dst, `,"key":`...)
+	if m.KeyEncoding == "" && !utf8.ValidString(*m.Key) {
 		dst = append(dst, '"')
-		dst = base64.StdEncoding.AppendEncode(dst, raw)
-		dst = append(dst, `","payload_encoding":"base64"`...)
-	default:
-		dst = append(dst, raw...)
-		if m.PayloadEncoding != "" {
-			dst = append(dst, `,"payload_encoding":`...)
-			dst = textenc.AppendJSONString(dst, m.PayloadEncoding, textenc.Inert)
-		}
+		dst = base64.StdEncoding.AppendEncode(dst, []byte(*m.Key))
+		return append(dst, `","key_encoding":"base64"`...)
 	}
-	dst = append(dst, `,"timestamp":`...)
-	dst = strconv.AppendInt(dst, m.Timestamp, 10)
-	if m.ReceiptHandle != "" {
-		dst = append(dst, `,"receipt_handle":`...)
-		dst = textenc.AppendJSONString(dst, m.ReceiptHandle, textenc.Inert)
+	dst = textenc.AppendJSONString(dst, *m.Key, textenc.Inert)
+	if m.KeyEncoding != "" {
+		dst = append(dst, `,"key_encoding":`...)
+		dst = textenc.AppendJSONString(dst, m.KeyEncoding, textenc.Inert)
 	}
-	return append(dst, "}\n"...), nil
+	return dst
 }
 
 // trimJSONSpace drops the whitespace JSON allows around a value.
