@@ -79,6 +79,37 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 	if err != nil {
 		return 0, err
 	}
+	next := startOffsets(t, parts, o)
+	w, err := newWindow(ctx, src, t, parts, o, next)
+	if err != nil {
+		return 0, err
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = 500 * time.Millisecond
+	}
+	r := &reading{src: src, o: o, parts: parts, next: next, w: w, emit: emit}
+	for {
+		// last: the clock passed Until, so this sweep reads every partition to its
+		// tail and is the final one.
+		last := o.Follow && w.over()
+		progressed, stop, err := r.sweep(ctx, last)
+		if stop || err != nil {
+			return r.emitted, err
+		}
+		if r.full() || !o.Follow || last || r.allDone() {
+			return r.emitted, nil
+		}
+		if !progressed {
+			if err := sleep(ctx, w.pause(o.PollInterval)); err != nil {
+				return r.emitted, err
+			}
+		}
+	}
+}
+
+// startOffsets is where each partition's read begins, by o.Start (a Since read then
+// moves it, see newWindow).
+func startOffsets(t *client.Topic, parts []int, o Options) map[int]int64 {
 	next := make(map[int]int64, len(parts))
 	for _, p := range parts {
 		st := statsOf(t, p)
@@ -91,87 +122,110 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 			next[p] = o.Offset
 		}
 	}
-	w, err := newWindow(ctx, src, t, parts, o, next)
+	return next
+}
+
+// reading is one Run on its way: the offset to read next in each partition, and what
+// was emitted.
+type reading struct {
+	src     Source
+	o       Options
+	parts   []int
+	next    map[int]int64
+	w       *window
+	emit    func(*client.Message) error
+	emitted int
+}
+
+// sweep reads each partition in turn; stop says the read is over (Count reached, emit
+// asked to stop, or err).
+func (r *reading) sweep(ctx context.Context, last bool) (progressed, stop bool, err error) {
+	for _, p := range r.parts {
+		// Without Follow each partition is read to its tail before the next one;
+		// with Follow one message per partition per sweep keeps them all live.
+		for !r.done(p) {
+			if r.full() {
+				return progressed, true, nil
+			}
+			m, err := r.w.next(ctx, r.src, r.o.Topic, p, r.next[p])
+			if client.IsGone(err) {
+				if err := r.skipGone(ctx, p); err != nil {
+					return progressed, true, err
+				}
+				continue
+			}
+			if err != nil {
+				return progressed, true, err
+			}
+			if m == nil {
+				break // at the tail
+			}
+			r.next[p] = m.Offset + 1
+			progressed = true
+			if stop, err := r.deliver(p, m); stop || err != nil {
+				return progressed, true, err
+			}
+			if r.o.Follow && !last {
+				break
+			}
+		}
+	}
+	return progressed, false, nil
+}
+
+// skipGone moves partition p past offsets retention dropped, to what it still holds.
+func (r *reading) skipGone(ctx context.Context, p int) error {
+	t, err := r.src.Topic(ctx, r.o.Topic)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = 500 * time.Millisecond
+	oldest := statsOf(t, p).OldestOffset
+	if oldest <= r.next[p] {
+		return fmt.Errorf("replay partition %d offset %d: gone and no newer offset retained", p, r.next[p])
 	}
-	emitted := 0
-	done := func(p int) bool { return o.To >= 0 && next[p] > o.To || w.ended[p] }
-	for {
-		progressed := false
-		// last: the clock passed Until, so this sweep reads every partition to its
-		// tail and is the final one.
-		last := o.Follow && w.over()
-		for _, p := range parts {
-			// Without Follow each partition is read to its tail before the next one;
-			// with Follow one message per partition per sweep keeps them all live.
-			for !done(p) {
-				if o.Count > 0 && emitted >= o.Count {
-					return emitted, nil
-				}
-				m, err := w.next(ctx, src, o.Topic, p, next[p])
-				if client.IsGone(err) {
-					// Retention dropped it: skip to what the partition still holds.
-					t, err = src.Topic(ctx, o.Topic)
-					if err != nil {
-						return emitted, err
-					}
-					oldest := statsOf(t, p).OldestOffset
-					if oldest <= next[p] {
-						return emitted, fmt.Errorf("replay partition %d offset %d: gone and no newer offset retained", p, next[p])
-					}
-					next[p] = oldest
-					continue
-				}
-				if err != nil {
-					return emitted, err
-				}
-				if m == nil {
-					break // at the tail
-				}
-				next[p] = m.Offset + 1
-				progressed = true
-				if w.keep(p, m) {
-					emitted++
-					if err := emit(m); err != nil {
-						if errors.Is(err, ErrStop) {
-							return emitted, nil
-						}
-						return emitted, err
-					}
-				}
-				if o.Follow && !last {
-					break
-				}
-			}
+	r.next[p] = oldest
+	return nil
+}
+
+// deliver emits m when the window keeps it; stop says emit wants no more.
+func (r *reading) deliver(p int, m *client.Message) (stop bool, err error) {
+	if !r.w.keep(p, m) {
+		return false, nil
+	}
+	r.emitted++
+	if err := r.emit(m); err != nil {
+		if errors.Is(err, ErrStop) {
+			return true, nil
 		}
-		if o.Count > 0 && emitted >= o.Count {
-			return emitted, nil
+		return true, err
+	}
+	return false, nil
+}
+
+// done says partition p is read to its end (To, or the end of the window).
+func (r *reading) done(p int) bool { return r.o.To >= 0 && r.next[p] > r.o.To || r.w.ended[p] }
+
+// full says Count messages were emitted.
+func (r *reading) full() bool { return r.o.Count > 0 && r.emitted >= r.o.Count }
+
+func (r *reading) allDone() bool {
+	for _, p := range r.parts {
+		if !r.done(p) {
+			return false
 		}
-		if !o.Follow || last {
-			return emitted, nil
-		}
-		allDone := true
-		for _, p := range parts {
-			if !done(p) {
-				allDone = false
-			}
-		}
-		if allDone {
-			return emitted, nil
-		}
-		if !progressed {
-			timer := time.NewTimer(w.pause(o.PollInterval))
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return emitted, ctx.Err()
-			case <-timer.C:
-			}
-		}
+	}
+	return true
+}
+
+// sleep waits d, or less when ctx ends first, and then says so.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 
