@@ -91,7 +91,8 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 		Long: "Consume messages from TOPIC, print each and ack it once its line is written: a real\n" +
 			"consumer that competes with the others on the topic. --peek watches without taking.\n" +
 			"Through a pipe (Linux) a line is acked once the reader took it, and the next goes into the\n" +
-			"pipe only then: `narad sub orders | head -n 2` acks exactly two and gives the rest back.\n\n" +
+			"pipe only then: `narad sub orders | head -n 2` acks exactly two and gives the rest back.\n" +
+			"Past 1,000 lines, lines go in a page at a time, each acked once the reader asks for more.\n\n" +
 			"With -- COMMAND, run the command once per message (payload on stdin, NARAD_* in the\n" +
 			"environment), extend the lease while it runs, ack on success and nack on failure.\n" +
 			"With --peek -- COMMAND (a canary), run it the same way per message read, taking nothing:\n" +

@@ -29,6 +29,17 @@ type pipeProbe interface {
 // jq) then never finds more than one line to take, so everything it took it could
 // use: `narad sub t | head -n 2` acks exactly two and gives back the rest at once.
 //
+// That costs a wake-up of the reader and of narad for every line, which would make a
+// long drain through `| cat` several times slower than into a file. So once a reader
+// has taken pipeOneByOne lines one at a time, lines go in up to a page at a time
+// (pipeBlock), and a page counts as read only once the reader came back for what
+// follows it: a reader that reads line by line, or a block at a time, asks for more
+// only once it is done with what it has. A reader that stops early past the first
+// pipeOneByOne lines leaves its last page unconfirmed: it goes back, so at most those
+// lines come again on a later run (at least once), and none is acked unused. A page is
+// written only with a line behind it, which confirms it, so a drain ends one line at a
+// time and leaves nothing unconfirmed.
+//
 // The lines wait in narad instead, rendered, with their leases kept (Options.Lease):
 // at most pipeHoldMax of them, or pipeHoldBytes, so a slow reader bounds what is held.
 // Taking goes on while they wait (the loop takes ahead, on older nodes too), so a
@@ -52,13 +63,34 @@ const (
 	// pipeGrace is how long, after a soft stop, the line in the pipe waits for the
 	// reader before it is given back, unless the Printer is told another grace.
 	pipeGrace = 30 * time.Second
+	// pipeOneByOne is how many lines a reader takes one at a time, each counted as used
+	// once taken, before lines go into the pipe a page at a time: `head -n N` and its
+	// kind are exact up to here.
+	pipeOneByOne = 10 * MaxBatch
+	// pipeBlockShare bounds a page to the lines taken so far over this, so that a reader
+	// stopping early past pipeOneByOne gets at most a sixteenth of what it read again.
+	pipeBlockShare = 16
 )
+
+// pipeBlock is the most a write of several lines puts into the pipe: one page, which a
+// pipe shrunk to one page takes in one write.
+var pipeBlock = os.Getpagesize()
 
 // pipeLine is a rendered record and the delivery it prints.
 type pipeLine struct {
 	d Delivery
 	b []byte
 }
+
+// pipeWrite is what one write puts into the pipe: one line, or a page of them.
+type pipeWrite struct {
+	lines []pipeLine
+	b     []byte
+}
+
+// page reports whether w holds several lines, which count as used only once the reader
+// came back for what follows them.
+func (w *pipeWrite) page() bool { return len(w.lines) > 1 }
 
 // pipeState is a Printer's view of the pipe it writes to, and the lines waiting for it.
 type pipeState struct {
@@ -78,12 +110,18 @@ type pipeState struct {
 	mu    sync.Mutex
 	queue []pipeLine // rendered, not yet in the pipe
 	bytes int        // the bytes in queue
-	cur   *pipeLine  // the line in the pipe (or being written), not yet taken
+	cur   *pipeWrite // what is in the pipe (or being written), not yet taken
 	// curWritten: cur's write returned whole, so an empty pipe means the reader took
 	// it. Before that, an empty pipe only means it is not in there yet.
 	curWritten bool
-	left       []Delivery // what a reader that went away never took: given back by finish
-	err        error      // the write that failed, for the loop to report
+	// unconfirmed is the page the reader took last, not yet known to be used: acked
+	// once the reader takes the write after it, given back if it goes away first.
+	unconfirmed []Delivery
+	// lines is how many lines the reader took, for when pages may start.
+	lines int
+	buf   []byte     // the writer's page
+	left  []Delivery // what a reader that went away never took: given back by finish
+	err   error      // the write that failed, for the loop to report
 	// closing: the loop hands over nothing more (Finish); the writer ends once it has
 	// written and seen taken what it has. ended: the pipe is given up (reader gone,
 	// a write failed, or the run gave back what waited): nothing is written any more.
@@ -150,14 +188,61 @@ func (ps *pipeState) signal() {
 	ps.changed = make(chan struct{})
 }
 
-// tookLocked records that the reader took d; it returns a full batch of acks to send.
+// tookLocked records that the reader used ds; it returns a full batch of acks to send.
 // Called with mu held.
-func (ps *pipeState) tookLocked(d Delivery) []Delivery {
-	ps.taken = append(ps.taken, d)
+func (ps *pipeState) tookLocked(ds ...Delivery) []Delivery {
+	ps.taken = append(ps.taken, ds...)
 	if len(ps.taken) >= MaxBatch {
 		return ps.takenLocked()
 	}
 	return nil
+}
+
+// tookWriteLocked records that the reader took w: the page before it was used, and so
+// is w if it is one line; a page waits for the next write to be taken. It returns a
+// full batch of acks to send. Called with mu held.
+func (ps *pipeState) tookWriteLocked(w *pipeWrite) []Delivery {
+	used := ps.unconfirmed
+	ps.unconfirmed = nil
+	ps.lines += len(w.lines)
+	if w.page() {
+		ps.unconfirmed = linesOf(w.lines)
+	} else {
+		used = append(used, w.lines[0].d)
+	}
+	return ps.tookLocked(used...)
+}
+
+// leftLocked settles cur and the unconfirmed page when the writer stops for good (the
+// reader went away, or the run gave up the pipe): what the reader certainly used is
+// returned for acks, the rest goes to back. Called with mu held.
+func (ps *pipeState) leftLocked(back []Delivery) (acks, _ []Delivery) {
+	acks = ps.takenLocked()
+	if w := ps.cur; w != nil {
+		unread, err := ps.probe.unread()
+		switch {
+		case ps.curWritten && err == nil && unread == 0:
+			// Taken whole: the reader came back after the page before it.
+			acks = append(acks, ps.unconfirmed...)
+			ps.unconfirmed = nil
+			if !w.page() {
+				acks = append(acks, w.lines[0].d)
+			} else {
+				back = append(back, linesOf(w.lines)...)
+			}
+		case ps.curWritten && err == nil && unread < len(w.b):
+			// Read in part: the page before it was used, this one is not known to be.
+			acks = append(acks, ps.unconfirmed...)
+			ps.unconfirmed = nil
+			back = append(back, linesOf(w.lines)...)
+		default:
+			back = append(back, linesOf(w.lines)...)
+		}
+		ps.cur = nil
+	}
+	back = append(back, ps.unconfirmed...)
+	ps.unconfirmed = nil
+	return acks, back
 }
 
 // takenLocked hands over the acks waiting to go out. Called with mu held.
@@ -175,55 +260,76 @@ func (ps *pipeState) flush() {
 	ps.ack(ds)
 }
 
-// writer puts one line at a time into the pipe and acks each once the reader took it.
+// writer puts a line (or a page of them) at a time into the pipe and acks each once
+// the reader took it (a page: once the reader took the write after it).
 func (ps *pipeState) writer() {
 	defer close(ps.wroteAll)
 	defer ps.flush()
 	for {
-		l, ok := ps.next()
+		w, ok := ps.next()
 		if !ok {
 			return
 		}
-		if len(l.b) == 0 {
+		if len(w.b) == 0 {
 			// An empty record (a --jq that printed nothing) is written as soon as its
 			// turn comes: there is nothing for the reader to take.
 			ps.mu.Lock()
 			var full []Delivery
-			if ps.cur == l {
+			if ps.cur == w {
 				ps.cur = nil
 				ps.signal()
-				full = ps.tookLocked(l.d)
+				full = ps.tookLocked(w.lines[0].d)
 			}
 			ps.mu.Unlock()
 			ps.ack(full)
 			continue
 		}
-		if len(l.b) > os.Getpagesize() {
+		if len(w.b) > pipeBlock {
 			// A line longer than the pipe holds may wait in write for a slow reader.
 			ps.flush()
 		}
-		n, err := ps.w.Write(l.b)
-		if err == nil && n < len(l.b) {
+		n, err := ps.w.Write(w.b)
+		if err == nil && n < len(w.b) {
 			err = io.ErrShortWrite
 		}
 		if err != nil {
-			ps.writeFailed(l, err)
+			ps.writeFailed(w, err)
 			return
 		}
 		ps.mu.Lock()
-		if ps.cur == l {
+		if ps.cur == w {
 			ps.curWritten = true
 		}
 		ps.mu.Unlock()
-		if !ps.waitTaken(l) {
+		if !ps.waitTaken(w) {
 			return
 		}
 	}
 }
 
-// next takes the next line off the queue and makes it the one in the pipe, waiting
-// while there is none; false once the writer has nothing more to do.
-func (ps *pipeState) next() (*pipeLine, bool) {
+// pageLocked is how many lines at the head of the queue go into the pipe in one write:
+// one until the reader took pipeOneByOne, then as many as fit a page, a share of what
+// it took, and leave one line behind to confirm them. Called with mu held.
+func (ps *pipeState) pageLocked() int {
+	if ps.lines < pipeOneByOne || len(ps.queue) < 3 {
+		return 1
+	}
+	most := min(len(ps.queue)-1, ps.lines/pipeBlockShare)
+	n, bytes := 0, 0
+	for n < most {
+		b := len(ps.queue[n].b)
+		if b == 0 || bytes+b > pipeBlock {
+			break
+		}
+		bytes += b
+		n++
+	}
+	return max(n, 1)
+}
+
+// next takes the next line, or page of lines, off the queue and makes it what is in the
+// pipe, waiting while there is none; false once the writer has nothing more to do.
+func (ps *pipeState) next() (*pipeWrite, bool) {
 	for {
 		ps.mu.Lock()
 		switch {
@@ -231,15 +337,30 @@ func (ps *pipeState) next() (*pipeLine, bool) {
 			ps.mu.Unlock()
 			return nil, false
 		case len(ps.queue) > 0:
-			l := ps.queue[0]
-			ps.queue[0] = pipeLine{}
-			ps.queue = ps.queue[1:]
-			ps.bytes -= len(l.b)
-			ps.cur, ps.curWritten = &l, false
+			n := ps.pageLocked()
+			w := &pipeWrite{lines: make([]pipeLine, n)}
+			copy(w.lines, ps.queue[:n])
+			clear(ps.queue[:n])
+			ps.queue = ps.queue[n:]
+			if n == 1 {
+				w.b = w.lines[0].b
+			} else {
+				ps.buf = ps.buf[:0]
+				for _, l := range w.lines {
+					ps.buf = append(ps.buf, l.b...)
+				}
+				w.b = ps.buf
+			}
+			ps.bytes -= len(w.b)
+			ps.cur, ps.curWritten = w, false
 			ps.mu.Unlock()
-			return &l, true
+			return w, true
 		case ps.closing:
 			ps.ended = true
+			// A page is written only with a line behind it, so none is left
+			// unconfirmed here; should one be, it goes back rather than be acked unused.
+			ps.left = append(ps.left, ps.unconfirmed...)
+			ps.unconfirmed = nil
 			ps.mu.Unlock()
 			return nil, false
 		}
@@ -250,13 +371,13 @@ func (ps *pipeState) next() (*pipeLine, bool) {
 	}
 }
 
-// waitTaken waits until the reader took l, then acks it; false when the writer ends
-// instead (the reader went away, or the run gave l back).
-func (ps *pipeState) waitTaken(l *pipeLine) bool {
+// waitTaken waits until the reader took w, then acks what that shows it used; false
+// when the writer ends instead (the reader went away, or the run gave w back).
+func (ps *pipeState) waitTaken(w *pipeWrite) bool {
 	for {
 		taken, gone, err := ps.probe.waitTaken(pipeTick)
 		ps.mu.Lock()
-		if ps.cur != l {
+		if ps.cur != w {
 			// The run gave it back meanwhile (finish): it is not ours to settle.
 			ps.mu.Unlock()
 			return false
@@ -265,7 +386,7 @@ func (ps *pipeState) waitTaken(l *pipeLine) bool {
 		case taken:
 			ps.cur = nil
 			ps.signal()
-			full := ps.tookLocked(l.d)
+			full := ps.tookWriteLocked(w)
 			ps.mu.Unlock()
 			ps.ack(full)
 			return true
@@ -287,14 +408,17 @@ func (ps *pipeState) waitTaken(l *pipeLine) bool {
 	}
 }
 
-// writeFailed gives up the pipe after a failed write of l (EPIPE: the reader went
+// writeFailed gives up the pipe after a failed write of w (EPIPE: the reader went
 // away; anything else is reported by the loop).
-func (ps *pipeState) writeFailed(l *pipeLine, err error) {
+func (ps *pipeState) writeFailed(w *pipeWrite, err error) {
 	ps.mu.Lock()
-	if ps.cur == l {
-		// A line cut short was never whole in the pipe: the reader cannot have used it.
+	if ps.cur == w {
+		// A write cut short was never whole in the pipe: the reader cannot be known to
+		// have used it, nor, for want of a write after it, the page before it.
 		ps.cur = nil
-		ps.left = append(ps.left, l.d)
+		ps.left = append(ps.left, linesOf(w.lines)...)
+		ps.left = append(ps.left, ps.unconfirmed...)
+		ps.unconfirmed = nil
 	}
 	if !IsClosedOutput(err) {
 		ps.err = err
@@ -309,15 +433,8 @@ func (ps *pipeState) writeFailed(l *pipeLine, err error) {
 // on its way, and stay leased to nobody if that consume were cut.
 func (ps *pipeState) readerGone() {
 	ps.mu.Lock()
-	acks := ps.takenLocked()
-	if ps.cur != nil {
-		if ps.curWritten && ps.unreadIs0() {
-			acks = append(acks, ps.cur.d)
-		} else {
-			ps.left = append(ps.left, ps.cur.d)
-		}
-		ps.cur = nil
-	}
+	var acks []Delivery
+	acks, ps.left = ps.leftLocked(ps.left)
 	ps.left = append(ps.left, linesOf(ps.queue)...)
 	ps.queue, ps.bytes = nil, 0
 	ps.ended = true
@@ -362,9 +479,9 @@ func (ps *pipeState) held(watch bool) (n, bytes int, gone bool, changed <-chan s
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.watched = ps.watched || watch
-	n = len(ps.queue)
+	n = len(ps.queue) + len(ps.unconfirmed)
 	if ps.cur != nil {
-		n++
+		n += len(ps.cur.lines)
 	}
 	return n, ps.bytes, ps.ended && !ps.closing, ps.changed
 }
@@ -444,11 +561,20 @@ func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
 	ps.probe.restore()
 }
 
-// giveBackQueued gives back the lines not yet in the pipe.
+// giveBackQueued gives back the lines not yet in the pipe, but for the one that will
+// confirm a page the reader has (or may yet) take.
 func (ps *pipeState) giveBackQueued() {
 	ps.mu.Lock()
-	back := linesOf(ps.queue)
-	ps.queue, ps.bytes = nil, 0
+	keep := 0
+	if len(ps.queue) > 0 && (ps.cur != nil && ps.cur.page() || ps.cur == nil && len(ps.unconfirmed) > 0) {
+		keep = 1
+	}
+	back := linesOf(ps.queue[keep:])
+	ps.queue = ps.queue[:keep]
+	ps.bytes = 0
+	for _, l := range ps.queue {
+		ps.bytes += len(l.b)
+	}
 	ps.signal()
 	ps.mu.Unlock()
 	ps.poke()
@@ -460,16 +586,7 @@ func (ps *pipeState) giveBackQueued() {
 // complete: that line can then be printed and delivered again (at least once).
 func (ps *pipeState) giveBackAll() {
 	ps.mu.Lock()
-	acks := ps.takenLocked()
-	back := linesOf(ps.queue)
-	if ps.cur != nil {
-		if ps.curWritten && ps.unreadIs0() {
-			acks = append(acks, ps.cur.d)
-		} else {
-			back = append(back, ps.cur.d)
-		}
-		ps.cur = nil
-	}
+	acks, back := ps.leftLocked(linesOf(ps.queue))
 	ps.queue, ps.bytes = nil, 0
 	ps.ended = true
 	ps.signal()
@@ -565,12 +682,6 @@ func WatchReader(w io.Writer) (gone <-chan struct{}, stop func()) {
 	}()
 	var once sync.Once
 	return ch, func() { once.Do(func() { close(done) }) }
-}
-
-// unreadIs0 reports that nothing written to the pipe waits unread.
-func (ps *pipeState) unreadIs0() bool {
-	unread, err := ps.probe.unread()
-	return err == nil && unread == 0
 }
 
 func linesOf(ls []pipeLine) []Delivery {
