@@ -35,9 +35,12 @@ func newClusterCmd(f *Factory) *cobra.Command {
 }
 
 // ClusterListOptions are the options of members and moves.
-type ClusterListOptions struct{ Output string }
+type ClusterListOptions struct {
+	runEnv
+	Output string
+}
 
-func clusterMembersCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) *cobra.Command {
+func clusterMembersCmd(f *Factory, run func(*ClusterListOptions) error) *cobra.Command {
 	opts := &ClusterListOptions{}
 	cmd := &cobra.Command{
 		Use:   "members",
@@ -51,48 +54,37 @@ func clusterMembersCmd(f *Factory, run func(*Factory, *ClusterListOptions) error
 			"    jq -r '.members[] | select(.status != \"alive\") | .id'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func clusterMembersRun(f *Factory, opts *ClusterListOptions) error {
-	c, err := f.Client()
+func clusterMembersRun(opts *ClusterListOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	members, err := c.Members(ctx)
 	if err != nil {
-		return adminFatal(f, c, err, "", "")
+		return opts.adminFatal(c, err, "", "")
 	}
-	if opts.Output == "json" {
-		if members == nil {
-			members = []client.Member{}
-		}
-		return f.runEnv().printJSON(struct {
-			Members []client.Member `json:"members"`
-		}{members})
-	}
-	rows := make([][]string, 0, len(members))
-	for _, m := range members {
-		draining := "no"
-		if m.Draining {
-			draining = "yes"
-		}
-		rows = append(rows, []string{m.ID, m.Addr, m.Status, draining,
-			strconv.Itoa(m.OwnedPartitions), strconv.Itoa(m.OutboundMoves)})
-	}
-	return f.runEnv().printTable([]string{"ID", "ADDRESS", "STATUS", "DRAINING", "PARTITIONS", "MOVING OUT"}, rows)
+	doc := struct {
+		Members []client.Member `json:"members"`
+	}{nonNil(members)}
+	return printList(opts.runEnv, opts.Output, doc, members, "",
+		[]string{"ID", "ADDRESS", "STATUS", "DRAINING", "PARTITIONS", "MOVING OUT"}, func(m client.Member) []string {
+			draining := "no"
+			if m.Draining {
+				draining = "yes"
+			}
+			return []string{m.ID, m.Addr, m.Status, draining, strconv.Itoa(m.OwnedPartitions), strconv.Itoa(m.OutboundMoves)}
+		})
 }
 
-func clusterMovesCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) *cobra.Command {
+func clusterMovesCmd(f *Factory, run func(*ClusterListOptions) error) *cobra.Command {
 	opts := &ClusterListOptions{}
 	cmd := &cobra.Command{
 		Use:   "moves",
@@ -104,55 +96,42 @@ func clusterMovesCmd(f *Factory, run func(*Factory, *ClusterListOptions) error) 
 			"  do sleep 5; done",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func clusterMovesRun(f *Factory, opts *ClusterListOptions) error {
-	c, err := f.Client()
+func clusterMovesRun(opts *ClusterListOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	moves, err := c.Moves(ctx)
 	if err != nil {
-		return adminFatal(f, c, err, "", "")
+		return opts.adminFatal(c, err, "", "")
 	}
-	if opts.Output == "json" {
-		if moves == nil {
-			moves = []client.Move{}
-		}
-		return f.runEnv().printJSON(struct {
-			Moves []client.Move `json:"moves"`
-		}{moves})
-	}
-	if len(moves) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no partitions are moving")
-		return nil
-	}
-	rows := make([][]string, 0, len(moves))
-	for _, m := range moves {
-		rows = append(rows, []string{m.Topic, strconv.Itoa(m.Partition), m.From, m.To})
-	}
-	return f.runEnv().printTable([]string{"TOPIC", "PARTITION", "FROM", "TO"}, rows)
+	doc := struct {
+		Moves []client.Move `json:"moves"`
+	}{nonNil(moves)}
+	return printList(opts.runEnv, opts.Output, doc, moves, "no partitions are moving",
+		[]string{"TOPIC", "PARTITION", "FROM", "TO"}, func(m client.Move) []string {
+			return []string{m.Topic, strconv.Itoa(m.Partition), m.From, m.To}
+		})
 }
 
 // ClusterDecommissionOptions drain (or preview, or cancel draining) one member.
 type ClusterDecommissionOptions struct {
+	runEnv
 	ID     string
 	Mode   client.DecommissionMode
 	Yes    bool
 	Output string
 }
 
-func clusterDecommissionCmd(f *Factory, run func(*Factory, *ClusterDecommissionOptions) error) *cobra.Command {
+func clusterDecommissionCmd(f *Factory, run func(*ClusterDecommissionOptions) error) *cobra.Command {
 	opts := &ClusterDecommissionOptions{}
 	var dryRun, cancelIt bool
 	cmd := &cobra.Command{
@@ -179,7 +158,7 @@ func clusterDecommissionCmd(f *Factory, run func(*Factory, *ClusterDecommissionO
 			case cancelIt:
 				opts.Mode = client.DecommissionCancel
 			}
-			return run(f, opts)
+			return runWith(f, opts, run)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "ask what would happen; change nothing")
@@ -189,22 +168,21 @@ func clusterDecommissionCmd(f *Factory, run func(*Factory, *ClusterDecommissionO
 	return cmd
 }
 
-func clusterDecommissionRun(f *Factory, opts *ClusterDecommissionOptions) error {
+func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 	id := render.Escape(opts.ID)
 	if opts.Mode == client.DecommissionStart && !opts.Yes {
-		if err := f.runEnv().confirm("decommission "+id, fmt.Sprintf("Move every partition away from %s?", id), "y"); err != nil {
+		if err := opts.confirm("decommission "+id, fmt.Sprintf("Move every partition away from %s?", id), "y"); err != nil {
 			return err
 		}
 	}
-	c, err := f.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	verdict, err := c.Decommission(ctx, opts.ID, opts.Mode)
 	if err != nil {
-		return adminFatal(f, c, err, "", "see narad cluster members")
+		return opts.adminFatal(c, err, "", "see narad cluster members")
 	}
 	switch opts.Mode {
 	case client.DecommissionDryRun:
@@ -212,31 +190,25 @@ func clusterDecommissionRun(f *Factory, opts *ClusterDecommissionOptions) error 
 			if verdict == nil {
 				verdict = json.RawMessage("{}")
 			}
-			return writeOut(f, string(textenc.InertJSON(verdict))+"\n")
+			return opts.writeOut(string(textenc.InertJSON(verdict)) + "\n")
 		}
 		if summary, ok := summarizeVerdict(opts.ID, verdict); ok {
-			return writeOut(f, summary)
+			return opts.writeOut(summary)
 		}
-		fmt.Fprintf(f.IO.ErrOut, "dry run of decommissioning %s (nothing changed); the node's verdict:\n", id)
+		fmt.Fprintf(opts.IO.ErrOut, "dry run of decommissioning %s (nothing changed); the node's verdict:\n", id)
 		var out bytes.Buffer
 		if len(verdict) == 0 || json.Indent(&out, textenc.InertJSON(verdict), "", "  ") != nil {
 			out.Reset()
 			out.Write(textenc.InertJSON(verdict))
 		}
 		out.WriteByte('\n')
-		return writeOut(f, out.String())
+		return opts.writeOut(out.String())
 	case client.DecommissionCancel:
-		if opts.Output == "json" {
-			return f.runEnv().printJSON(map[string]string{"id": opts.ID, "decommission": "cancelled"})
-		}
-		fmt.Fprintf(f.IO.ErrOut, "cancelled the decommission of %s\n", id)
-	default:
-		if opts.Output == "json" {
-			return f.runEnv().printJSON(map[string]string{"id": opts.ID, "decommission": "started"})
-		}
-		fmt.Fprintf(f.IO.ErrOut, "decommissioning %s: its partitions are moving away (see narad cluster moves)\n", id)
+		return opts.report(opts.Output, map[string]string{"id": opts.ID, "decommission": "cancelled"},
+			"cancelled the decommission of %s", id)
 	}
-	return nil
+	return opts.report(opts.Output, map[string]string{"id": opts.ID, "decommission": "started"},
+		"decommissioning %s: its partitions are moving away (see narad cluster moves)", id)
 }
 
 // summarizeVerdict reads a dry run's verdict in the shape a v3.1 node gives

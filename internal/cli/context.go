@@ -43,8 +43,8 @@ func newContextCmd(f *Factory) *cobra.Command {
 
 // loadConfig is the config file; one that cannot be read or parsed is bad input
 // (exit 2), as it is for every other command.
-func loadConfig(f *Factory) (*config.File, error) {
-	cfg, err := f.Config()
+func loadConfig(e runEnv) (*config.File, error) {
+	cfg, err := e.Config()
 	if err != nil {
 		return nil, exitWith(ExitUsage, err)
 	}
@@ -67,17 +67,20 @@ func noSuchContext(cfg *config.File, name string) error {
 
 // --- context add ---
 
-type contextAddOptions struct {
-	Name    string
-	Context config.Context
+// ContextAddOptions is what `narad context add` runs with.
+type ContextAddOptions struct {
+	runEnv
+	Name string
+	// Saved is the context to save, from the connection flags.
+	Saved config.Context
 	// Password is the one to save, in the keyring unless InsecureStorage.
 	Password        string
 	Force           bool
 	InsecureStorage bool
 }
 
-func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *cobra.Command {
-	opts := &contextAddOptions{}
+func contextAddCmd(f *Factory, run func(*ContextAddOptions) error) *cobra.Command {
+	opts := &ContextAddOptions{}
 	cmd := &cobra.Command{
 		Use:   "add NAME --server URL [--user U [--password-stdin]] [flags]",
 		Short: "Save a context",
@@ -137,8 +140,8 @@ func contextAddCmd(f *Factory, run func(*Factory, *contextAddOptions) error) *co
 				}
 				c.CACert = abs
 			}
-			opts.Context = c
-			return run(f, opts)
+			opts.Saved = c
+			return runWith(f, opts, run)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace a context of the same name")
@@ -165,8 +168,8 @@ func contextPassword(f *Factory, user, passwordFlag bool) (string, error) {
 	return pw, nil
 }
 
-func contextAddRun(f *Factory, opts *contextAddOptions) error {
-	cfg, err := loadConfig(f)
+func contextAddRun(opts *ContextAddOptions) error {
+	cfg, err := loadConfig(opts.runEnv)
 	if err != nil {
 		return err
 	}
@@ -177,7 +180,7 @@ func contextAddRun(f *Factory, opts *contextAddOptions) error {
 	if exists {
 		cfg.ForgetPassword(opts.Name)
 	}
-	c := opts.Context
+	c := opts.Saved
 	store, keyringErr := config.SetPassword(&c, opts.Password, opts.InsecureStorage)
 	cfg.Contexts[opts.Name] = c
 	current := cfg.CurrentContext == "" || cfg.CurrentContext == opts.Name
@@ -192,22 +195,22 @@ func contextAddRun(f *Factory, opts *contextAddOptions) error {
 		verb = "replaced"
 	}
 	if current {
-		fmt.Fprintf(f.IO.ErrOut, "%s context %q (the current context)\n", verb, opts.Name)
+		fmt.Fprintf(opts.IO.ErrOut, "%s context %q (the current context)\n", verb, opts.Name)
 	} else {
-		fmt.Fprintf(f.IO.ErrOut, "%s context %q (switch to it with narad context use %s)\n", verb, opts.Name, opts.Name)
+		fmt.Fprintf(opts.IO.ErrOut, "%s context %q (switch to it with narad context use %s)\n", verb, opts.Name, opts.Name)
 	}
 	if opts.Password != "" {
 		switch {
 		case store == config.StoreKeyring:
-			notice(f, "its password is in the system keyring")
+			opts.notice("its password is in the system keyring")
 		case opts.InsecureStorage:
-			notice(f, "its password is in the config file, mode 0600 (--insecure-storage)")
+			opts.notice("its password is in the config file, mode 0600 (--insecure-storage)")
 		default:
-			notice(f, render.Escape(fmt.Sprintf("its password is in the config file, mode 0600 (no system keyring: %v)", keyringErr)))
+			opts.notice(render.Escape(fmt.Sprintf("its password is in the config file, mode 0600 (no system keyring: %v)", keyringErr)))
 		}
 	}
-	if opts.Context.Insecure {
-		fmt.Fprintln(f.IO.ErrOut, "narad: warning: this context does not verify TLS certificates (--insecure)")
+	if opts.Saved.Insecure {
+		fmt.Fprintln(opts.IO.ErrOut, "narad: warning: this context does not verify TLS certificates (--insecure)")
 	}
 	return nil
 }
@@ -222,13 +225,14 @@ func passwordWhere(store string) string {
 
 // --- context use ---
 
-type contextNameOptions struct {
-	Name   string
-	Output string
+// ContextUseOptions is what `narad context use` runs with.
+type ContextUseOptions struct {
+	runEnv
+	Name string
 }
 
-func contextUseCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
-	opts := &contextNameOptions{}
+func contextUseCmd(f *Factory, run func(*ContextUseOptions) error) *cobra.Command {
+	opts := &ContextUseOptions{}
 	return &cobra.Command{
 		Use:     "use NAME",
 		Aliases: []string{"select"},
@@ -239,13 +243,13 @@ func contextUseCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *c
 		Args: exactArgs(1, "a context name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			return run(f, opts)
+			return runWith(f, opts, run)
 		},
 	}
 }
 
-func contextUseRun(f *Factory, opts *contextNameOptions) error {
-	cfg, err := loadConfig(f)
+func contextUseRun(opts *ContextUseOptions) error {
+	cfg, err := loadConfig(opts.runEnv)
 	if err != nil {
 		return err
 	}
@@ -256,7 +260,7 @@ func contextUseRun(f *Factory, opts *contextNameOptions) error {
 	if err := saveConfig(cfg); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "switched to context %q\n", opts.Name)
+	fmt.Fprintf(opts.IO.ErrOut, "switched to context %q\n", opts.Name)
 	return nil
 }
 
@@ -297,8 +301,14 @@ func contextView(cfg *config.File, name string) contextJSON {
 	return v
 }
 
-func contextLsCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
-	opts := &contextNameOptions{}
+// ContextLsOptions is what `narad context ls` runs with.
+type ContextLsOptions struct {
+	runEnv
+	Output string
+}
+
+func contextLsCmd(f *Factory, run func(*ContextLsOptions) error) *cobra.Command {
+	opts := &ContextLsOptions{}
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -307,54 +317,50 @@ func contextLsCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *co
 			"  narad context ls -o json | jq -r '.[] | select(.current) | .name'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func contextLsRun(f *Factory, opts *contextNameOptions) error {
-	cfg, err := loadConfig(f)
+func contextLsRun(opts *ContextLsOptions) error {
+	cfg, err := loadConfig(opts.runEnv)
 	if err != nil {
 		return err
 	}
 	names := cfg.Names()
-	if opts.Output == "json" {
-		views := make([]contextJSON, 0, len(names))
-		for _, n := range names {
-			views = append(views, contextView(cfg, n))
-		}
-		return f.runEnv().printJSON(views)
-	}
-	if len(names) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no contexts (add one with narad context add NAME --server URL)")
-		return nil
-	}
-	rows := make([][]string, 0, len(names))
+	views := make([]contextJSON, 0, len(names))
 	for _, n := range names {
-		v := contextView(cfg, n)
-		mark := ""
-		if v.Current {
-			mark = "*"
-		}
-		rows = append(rows, []string{mark, n, v.Server, v.User})
+		views = append(views, contextView(cfg, n))
 	}
-	if cfg.CurrentContext != "" {
-		if _, ok := cfg.Contexts[cfg.CurrentContext]; !ok {
-			fmt.Fprintf(f.IO.ErrOut, "narad: warning: the current context %q is not saved (run narad context use NAME)\n", cfg.CurrentContext)
-		}
+	if _, ok := cfg.Contexts[cfg.CurrentContext]; !ok && cfg.CurrentContext != "" && len(names) > 0 && opts.Output != "json" {
+		fmt.Fprintf(opts.IO.ErrOut, "narad: warning: the current context %q is not saved (run narad context use NAME)\n", cfg.CurrentContext)
 	}
-	return f.runEnv().printTable([]string{"CURRENT", "NAME", "SERVER", "USER"}, rows)
+	return printList(opts.runEnv, opts.Output, views, views, "no contexts (add one with narad context add NAME --server URL)",
+		[]string{"CURRENT", "NAME", "SERVER", "USER"}, func(v contextJSON) []string {
+			mark := ""
+			if v.Current {
+				mark = "*"
+			}
+			return []string{mark, v.Name, v.Server, v.User}
+		})
 }
 
 // --- context show ---
 
-func contextShowCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
-	opts := &contextNameOptions{}
+// ContextShowOptions is what `narad context show` runs with.
+type ContextShowOptions struct {
+	runEnv
+	Name   string
+	Output string
+	// Flags are the connection flags given, to tell the context in use as every
+	// command would, and what they set in its place.
+	Flags config.Flags
+}
+
+func contextShowCmd(f *Factory, run func(*ContextShowOptions) error) *cobra.Command {
+	opts := &ContextShowOptions{}
 	cmd := &cobra.Command{
 		Use:     "show [NAME]",
 		Aliases: []string{"info"},
@@ -374,30 +380,28 @@ func contextShowCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
 			if len(args) == 1 {
 				opts.Name = args[0]
 			}
-			return run(f, opts)
+			opts.Flags = f.connectionFlags()
+			if f.global.passwordStdin {
+				// Not read: show sends nothing.
+				opts.Flags.Password, opts.Flags.PasswordStdin = config.Flag[string]{Set: true}, true
+			}
+			return runWith(f, opts, run, checkTextJSON(opts.Output))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func contextShowRun(f *Factory, opts *contextNameOptions) error {
-	cfg, err := loadConfig(f)
+func contextShowRun(opts *ContextShowOptions) error {
+	cfg, err := loadConfig(opts.runEnv)
 	if err != nil {
 		return err
 	}
 	// The context in use: NAME, else the one every command would use.
-	flags := f.connectionFlags()
-	if f.global.passwordStdin {
-		flags.Password, flags.PasswordStdin = config.Flag[string]{Set: true}, true // not read: show sends nothing
-	}
-	inUse, _ := config.SelectContext(flags, cfg, f.Getenv)
+	inUse, _ := config.SelectContext(opts.Flags, cfg, opts.Getenv)
 	name := opts.Name
 	if name == "" {
 		name = inUse
@@ -413,15 +417,15 @@ func contextShowRun(f *Factory, opts *contextNameOptions) error {
 	if name == inUse {
 		// What every command makes of it, from the resolver itself. A server the
 		// flags or environment got wrong is that command's error, not show's.
-		if c, err := config.Describe(flags, cfg, f.Getenv); err == nil {
+		if c, err := config.Describe(opts.Flags, cfg, opts.Getenv); err == nil {
 			conn = c
 			v.Overridden, v.CredentialsWithheld = overridden(c.From), c.DroppedCredentials
 		}
 	}
 	if opts.Output == "json" {
-		return f.runEnv().printJSON(v)
+		return opts.printJSON(v)
 	}
-	w := f.IO.Out
+	w := opts.IO.Out
 	fmt.Fprintf(w, "name:      %s\n", render.Escape(v.Name))
 	fmt.Fprintf(w, "server:    %s\n", render.Escape(v.Server))
 	if v.User != "" {
@@ -523,8 +527,14 @@ func inUseLine(conn config.Connection) string {
 
 // --- context rm ---
 
-func contextRmCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *cobra.Command {
-	opts := &contextNameOptions{}
+// ContextRmOptions is what `narad context rm` runs with.
+type ContextRmOptions struct {
+	runEnv
+	Name string
+}
+
+func contextRmCmd(f *Factory, run func(*ContextRmOptions) error) *cobra.Command {
+	opts := &ContextRmOptions{}
 	return &cobra.Command{
 		Use:     "rm NAME",
 		Aliases: []string{"delete"},
@@ -533,13 +543,13 @@ func contextRmCmd(f *Factory, run func(*Factory, *contextNameOptions) error) *co
 		Args:    exactArgs(1, "a context name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			return run(f, opts)
+			return runWith(f, opts, run)
 		},
 	}
 }
 
-func contextRmRun(f *Factory, opts *contextNameOptions) error {
-	cfg, err := loadConfig(f)
+func contextRmRun(opts *ContextRmOptions) error {
+	cfg, err := loadConfig(opts.runEnv)
 	if err != nil {
 		return err
 	}
@@ -556,9 +566,9 @@ func contextRmRun(f *Factory, opts *contextNameOptions) error {
 		return err
 	}
 	if wasCurrent {
-		fmt.Fprintf(f.IO.ErrOut, "removed context %q; there is no current context now (pick one with narad context use NAME)\n", opts.Name)
+		fmt.Fprintf(opts.IO.ErrOut, "removed context %q; there is no current context now (pick one with narad context use NAME)\n", opts.Name)
 	} else {
-		fmt.Fprintf(f.IO.ErrOut, "removed context %q\n", opts.Name)
+		fmt.Fprintf(opts.IO.ErrOut, "removed context %q\n", opts.Name)
 	}
 	return nil
 }

@@ -125,6 +125,6 @@ func (f *Factory) noteCurlCredentials(conn config.Connection) {
 	default:
 		where += ", its password from " + pass
 	}
-	notice(f, render.Escape(fmt.Sprintf("narad: --curl: this run sends %s; the commands read "+
+	f.runEnv().notice(render.Escape(fmt.Sprintf("narad: --curl: this run sends %s; the commands read "+
 		`"$NARAD_USER:$NARAD_PASS": set NARAD_USER and NARAD_PASS before pasting them`, where)))
 }

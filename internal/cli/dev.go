@@ -113,7 +113,7 @@ func devRun(f *Factory, opts *devOptions) error {
 	if len(names) > 0 {
 		topics = "topics: " + strings.Join(names, ", ")
 	}
-	notice(f, fmt.Sprintf("narad dev: listening on %s (Ctrl-C to stop)\n  auth %s; %s", b.URL(), auth, topics))
+	f.runEnv().notice(fmt.Sprintf("narad dev: listening on %s (Ctrl-C to stop)\n  auth %s; %s", b.URL(), auth, topics))
 
 	ctx, cancel := f.Context()
 	defer cancel()

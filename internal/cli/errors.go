@@ -81,6 +81,31 @@ func (e runEnv) apiFatal(c *client.Client, err error, topic string) error {
 	return exitWith(code, errors.New(msg))
 }
 
+// adminFatal is apiFatal for the operator's commands: a 400 carries the command's
+// own hint, a 409 is a conflict (exit 1) with the node's words, and a route the node
+// does not have says which node it was.
+func (e runEnv) adminFatal(c *client.Client, err error, topic, hint400 string) error {
+	switch client.StatusOf(err) {
+	case http.StatusBadRequest:
+		if hint400 == "" {
+			hint400 = "see --help"
+		}
+		return exitWith(ExitUsage, fmt.Errorf("%s (%s)", describeErr(err), hint400))
+	case http.StatusConflict:
+		if topic == "" {
+			return exitWith(ExitFailed, errors.New(describeErr(err)))
+		}
+		return exitWith(ExitFailed, fmt.Errorf("%s (the node refused the change as it stands; see narad topic info %s)",
+			describeErr(err), render.Escape(topic)))
+	case http.StatusNotFound:
+		if client.IsRouteMissing(err) {
+			return exitWith(ExitFailed, fmt.Errorf("%s (the node at %s does not serve this; it may be an older version)",
+				describeErr(err), c.BaseURL()))
+		}
+	}
+	return e.apiFatal(c, err, topic)
+}
+
 // transportHint says what happened to a request that got no answer: the node took it
 // and said nothing, it never connected, or the error is not the network's at all.
 func transportHint(base string, err error) string {

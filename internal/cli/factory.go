@@ -87,8 +87,8 @@ type runEnv struct {
 
 	// Verbose is -v: each request logged on stderr.
 	Verbose bool
-	// PasswordStdin is --password-stdin: stdin is the password's, not the command's.
-	PasswordStdin bool
+	// StdinTaken is --password-stdin: stdin is the password's, not the command's.
+	StdinTaken bool
 	// ServerFlag and ContextFlag are --server and --context as typed ("" when not
 	// given), for the commands a run prints to be pasted.
 	ServerFlag, ContextFlag string
@@ -104,22 +104,49 @@ func (f *Factory) runEnv() runEnv {
 		now = time.Now
 	}
 	return runEnv{
-		IO:            f.IO,
-		Getenv:        f.Getenv,
-		Now:           now,
-		Signals:       f.Signals,
-		ReadSecret:    f.ReadSecret,
-		Context:       f.Context,
-		Client:        f.Client,
-		ClientWith:    f.clientWith,
-		Connection:    f.Connection,
-		Config:        f.Config,
-		Verbose:       f.global.verbose,
-		PasswordStdin: f.global.passwordStdin,
-		ServerFlag:    f.global.server,
-		ContextFlag:   f.global.context,
-		export:        f.export,
+		IO:          f.IO,
+		Getenv:      f.Getenv,
+		Now:         now,
+		Signals:     f.Signals,
+		ReadSecret:  f.ReadSecret,
+		Context:     f.Context,
+		Client:      f.Client,
+		ClientWith:  f.clientWith,
+		Connection:  f.Connection,
+		Config:      f.Config,
+		Verbose:     f.global.verbose,
+		StdinTaken:  f.global.passwordStdin,
+		ServerFlag:  f.global.server,
+		ContextFlag: f.global.context,
+		export:      f.export,
 	}
+}
+
+// setRunEnv fills the runEnv an Options embeds: how runWith reaches it.
+func (e *runEnv) setRunEnv(v runEnv) { *e = v }
+
+// runWith ends every command's RunE: the Options get the runEnv, the first failed
+// check of the flags is the error (exit 2, before any request), else run runs. The
+// checks are evaluated by the caller, in order: each is cheap and reads nothing, so
+// evaluating them all only decides which error is said, the first.
+func runWith[O interface{ setRunEnv(runEnv) }](f *Factory, opts O, run func(O) error, checks ...error) error {
+	opts.setRunEnv(f.runEnv())
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	return run(opts)
+}
+
+// node is what a run function needs to make its requests: a client for the
+// connection, and a context cancelled at the first signal, which done releases.
+func (e runEnv) node() (c *client.Client, ctx context.Context, done context.CancelFunc, err error) {
+	if c, err = e.Client(); err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, done = e.Context()
+	return c, ctx, done, nil
 }
 
 // Context is cancelled at the first signal: for commands with nothing to give back.
@@ -326,7 +353,7 @@ func readFirstLine(r io.Reader, limit int) ([]byte, error) {
 // claimStdin is for a command about to read its input (what) from stdin: refused
 // when --password-stdin has it, since one stream cannot be both.
 func (e runEnv) claimStdin(what, instead string) error {
-	if e.PasswordStdin {
+	if e.StdinTaken {
 		return usageErrorf("--password-stdin takes stdin, so %s cannot come from it too (%s)", what, instead)
 	}
 	return nil

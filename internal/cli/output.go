@@ -130,14 +130,14 @@ func announce(f *Factory, format string, topic, server string) {
 	if !f.IO.IsStderrTTY() {
 		return
 	}
-	notice(f, fmt.Sprintf(format+" (Ctrl-C to stop)", render.Escape(topic), render.Escape(server)))
+	f.runEnv().notice(fmt.Sprintf(format+" (Ctrl-C to stop)", render.Escape(topic), render.Escape(server)))
 }
 
 // notice writes a line for a person on stderr, broken at spaces to the terminal's
 // width (80 columns off a terminal), continued lines indented: nothing narad says runs
 // past the edge of the terminal.
-func notice(f *Factory, line string) {
-	_, _ = io.WriteString(f.IO.ErrOut, render.Wrap(line, f.IO.StderrWidth(), "  ")+"\n")
+func (e runEnv) notice(line string) {
+	_, _ = io.WriteString(e.IO.ErrOut, render.Wrap(line, e.IO.StderrWidth(), "  ")+"\n")
 }
 
 // announceSub is sub's announce: what happens to each message printed.

@@ -577,9 +577,9 @@ func announceExec(f *Factory, c *client.Client, opts *SubOptions) {
 	if opts.Concurrency > 1 {
 		at = fmt.Sprintf("%d at a time", opts.Concurrency)
 	}
-	notice(f, fmt.Sprintf("running %s for each message of %s (-j %d: %s)",
+	f.runEnv().notice(fmt.Sprintf("running %s for each message of %s (-j %d: %s)",
 		render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), opts.Concurrency, at))
-	notice(f, fmt.Sprintf("  on %s; Ctrl-C lets running commands finish (up to %s)",
+	f.runEnv().notice(fmt.Sprintf("  on %s; Ctrl-C lets running commands finish (up to %s)",
 		render.Escape(c.BaseURL()), roundDuration(opts.ShutdownGrace)))
 }
 

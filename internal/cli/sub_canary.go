@@ -47,9 +47,9 @@ func canaryRun(f *Factory, opts *SubOptions) error {
 		return usageErrorf("%v", err)
 	}
 	if f.IO.IsStderrTTY() {
-		notice(f, fmt.Sprintf("trying %s on the messages of %s on %s, taking nothing (-j %d)",
+		f.runEnv().notice(fmt.Sprintf("trying %s on the messages of %s on %s, taking nothing (-j %d)",
 			render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), render.Escape(c.BaseURL()), opts.Concurrency))
-		notice(f, fmt.Sprintf("  Ctrl-C: read nothing more, let running commands finish (up to %s)", opts.ShutdownGrace))
+		f.runEnv().notice(fmt.Sprintf("  Ctrl-C: read nothing more, let running commands finish (up to %s)", opts.ShutdownGrace))
 	}
 	defer announceStop(f, can)()
 

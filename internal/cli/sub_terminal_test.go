@@ -188,7 +188,7 @@ func TestBannersFitTheTerminal(t *testing.T) {
 func TestDevBannerFits(t *testing.T) {
 	ios, _, _, errOut := iostreams.Test()
 	f := &Factory{IO: ios, Getenv: func(string) string { return "" }, Now: time.Now, Signals: NewSignals()}
-	notice(f, "narad dev: listening on http://127.0.0.1:7942 (Ctrl-C to stop)\n  auth on, 2 users; topics: orders, payments, "+strings.Repeat("x", 30)+", invoices")
+	f.runEnv().notice("narad dev: listening on http://127.0.0.1:7942 (Ctrl-C to stop)\n  auth on, 2 users; topics: orders, payments, " + strings.Repeat("x", 30) + ", invoices")
 	for _, l := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
 		if len(l) > 80 {
 			t.Errorf("line of %d columns: %q", len(l), l)

@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -49,19 +46,6 @@ func newTopicCmd(f *Factory) *cobra.Command {
 
 const topicSubcommands = "ls, info, create, edit, delete, attach, detach, children or schema"
 
-// outputFlag adds -o text|json; check validates it.
-func addTextJSONFlag(cmd *cobra.Command, p *string) {
-	cmd.Flags().StringVarP(p, "output", "o", "text", "output format: text or json")
-	addJQFlag(cmd)
-}
-
-func checkTextJSON(o string) error {
-	if o != "text" && o != "json" {
-		return usageErrorf("invalid --output %q (text or json)", o)
-	}
-	return nil
-}
-
 // --- topic ls ---
 
 // TopicLsOptions is what `narad topic ls` runs with.
@@ -83,11 +67,7 @@ func topicLsCmd(f *Factory, run func(*TopicLsOptions) error) *cobra.Command {
 			"  narad topic ls -o json | jq -r '.topics[].name'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.runEnv = f.runEnv()
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			return run(opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
@@ -95,45 +75,35 @@ func topicLsCmd(f *Factory, run func(*TopicLsOptions) error) *cobra.Command {
 }
 
 func topicLsRun(opts *TopicLsOptions) error {
-	c, err := opts.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := opts.Context()
-	defer cancel()
+	defer done()
 	topics, err := c.ListTopics(ctx)
 	if err != nil {
 		return opts.apiFatal(c, err, "")
 	}
-	if opts.Output == "json" {
-		if topics == nil {
-			topics = []client.Topic{}
-		}
-		return opts.printJSON(struct {
-			Topics []client.Topic `json:"topics"`
-		}{topics})
-	}
-	rows := make([][]string, 0, len(topics))
-	for _, t := range topics {
-		rows = append(rows, []string{t.Name, strconv.Itoa(t.Partitions),
-			formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs)})
-	}
-	if len(rows) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "no topics (create one with narad topic create NAME)")
-		return nil
-	}
-	return opts.printTable([]string{"NAME", "PARTITIONS", "VISIBILITY", "RETENTION"}, rows)
+	doc := struct {
+		Topics []client.Topic `json:"topics"`
+	}{nonNil(topics)}
+	return printList(opts.runEnv, opts.Output, doc, topics, "no topics (create one with narad topic create NAME)",
+		[]string{"NAME", "PARTITIONS", "VISIBILITY", "RETENTION"}, func(t client.Topic) []string {
+			return []string{t.Name, strconv.Itoa(t.Partitions), formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs)}
+		})
 }
 
 // --- topic info ---
 
-type topicInfoOptions struct {
+// TopicInfoOptions is what `narad topic info` runs with.
+type TopicInfoOptions struct {
+	runEnv
 	Topic  string
 	Output string
 }
 
-func topicInfoCmd(f *Factory, run func(*Factory, *topicInfoOptions) error) *cobra.Command {
-	opts := &topicInfoOptions{}
+func topicInfoCmd(f *Factory, run func(*TopicInfoOptions) error) *cobra.Command {
+	opts := &TopicInfoOptions{}
 	cmd := &cobra.Command{
 		Use:   "info TOPIC",
 		Short: "Show a topic's settings and its partitions",
@@ -147,34 +117,27 @@ func topicInfoCmd(f *Factory, run func(*Factory, *topicInfoOptions) error) *cobr
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateTopicName(opts.Topic); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateTopicName(opts.Topic))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
-	c, err := f.Client()
+func topicInfoRun(opts *TopicInfoOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	t, err := c.Topic(ctx, opts.Topic)
 	if err != nil {
-		return f.runEnv().apiFatal(c, err, opts.Topic)
+		return opts.apiFatal(c, err, opts.Topic)
 	}
 	if opts.Output == "json" {
-		return f.runEnv().printJSON(t)
+		return opts.printJSON(t)
 	}
-	if err := writeTopicSettings(f.IO.Out, t); err != nil {
+	if err := writeTopicSettings(opts.IO.Out, t); err != nil {
 		if consumer.IsClosedOutput(err) {
 			return nil
 		}
@@ -199,9 +162,9 @@ func topicInfoRun(f *Factory, opts *topicInfoOptions) error {
 		rows = append(rows, row)
 	}
 	if t.Partial {
-		fmt.Fprintln(f.IO.ErrOut, "narad: warning: a partition owner did not answer; its row holds placeholders")
+		fmt.Fprintln(opts.IO.ErrOut, "narad: warning: a partition owner did not answer; its row holds placeholders")
 	}
-	return f.runEnv().printTable(headers, rows)
+	return opts.printTable(headers, rows)
 }
 
 func writeTopicSettings(w io.Writer, t *client.Topic) error {
@@ -241,13 +204,15 @@ func orDash(s string) string {
 
 // --- topic create ---
 
-type topicCreateOptions struct {
+// TopicCreateOptions is what `narad topic create` runs with.
+type TopicCreateOptions struct {
+	runEnv
 	Spec   client.TopicSpec
 	Output string
 }
 
-func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *cobra.Command {
-	opts := &topicCreateOptions{}
+func topicCreateCmd(f *Factory, run func(*TopicCreateOptions) error) *cobra.Command {
+	opts := &TopicCreateOptions{}
 	var visibility, retention, delay string
 	cmd := &cobra.Command{
 		Use:   "create TOPIC",
@@ -311,7 +276,7 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 					return err
 				}
 			}
-			return run(f, opts)
+			return runWith(f, opts, run)
 		},
 	}
 	fl := cmd.Flags()
@@ -326,13 +291,12 @@ func topicCreateCmd(f *Factory, run func(*Factory, *topicCreateOptions) error) *
 	return cmd
 }
 
-func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
-	c, err := f.Client()
+func topicCreateRun(opts *TopicCreateOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	t, err := c.CreateTopic(ctx, opts.Spec)
 	if err != nil {
 		switch client.StatusOf(err) {
@@ -343,10 +307,10 @@ func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
 			// The node's own limits (partition range and such): invalid input.
 			return exitWith(ExitUsage, fmt.Errorf("%s (see narad topic create --help)", describeErr(err)))
 		}
-		return f.runEnv().apiFatal(c, err, opts.Spec.Name)
+		return opts.apiFatal(c, err, opts.Spec.Name)
 	}
 	if opts.Output == "json" {
-		return f.runEnv().printJSON(t)
+		return opts.printJSON(t)
 	}
 	var child string
 	if opts.Spec.Parent != "" {
@@ -355,103 +319,23 @@ func topicCreateRun(f *Factory, opts *topicCreateOptions) error {
 			child += " delayed " + formatMillis(opts.Spec.FanoutDelayMs)
 		}
 	}
-	fmt.Fprintf(f.IO.ErrOut, "created topic %s (%d partitions, visibility %s, retention %s%s)\n",
+	fmt.Fprintf(opts.IO.ErrOut, "created topic %s (%d partitions, visibility %s, retention %s%s)\n",
 		render.Escape(t.Name), t.Partitions, formatMillis(t.VisibilityTimeoutMs), formatMillis(t.RetentionMs), child)
 	return nil
 }
 
-// The name patterns are compiled on first use, not at every start, and as + with a
-// length check: a compiled {1,255} alone cost 300 KB.
-var topicNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]+$`) })
-
-// validateTopicName applies API.md's rule locally, so a typo is exit 2 at once, in
-// every command that takes a topic.
-func validateTopicName(name string) error {
-	if len(name) > 255 || !topicNameRE().MatchString(name) || name == "." || name == ".." {
-		// %q alone makes control characters visible; escaping first would double them.
-		return usageErrorf(`invalid topic name %q (letters, digits, ".", "_" and "-", at most 255; not "." or "..")`, name)
-	}
-	return nil
-}
-
-// parseMillisFlag parses a duration flag into the milliseconds the API carries.
-func parseMillisFlag(name, s string) (int64, error) {
-	d, err := parseDurationDays(s)
-	if err != nil {
-		return 0, usageErrorf("invalid --%s %q (a duration such as 500ms, 30s, 1h30m or 7d)", name, s)
-	}
-	if d < time.Millisecond {
-		return 0, usageErrorf("invalid --%s %q (at least 1ms)", name, s)
-	}
-	if d%time.Millisecond != 0 {
-		return 0, usageErrorf("invalid --%s %q (whole milliseconds: the node counts in ms)", name, s)
-	}
-	return d.Milliseconds(), nil
-}
-
-var daysRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+)d(.*)$`) })
-
-// parseDurationDays is time.ParseDuration with a leading whole number of days
-// allowed ("7d", "1d12h"), since retention is usually said in days.
-func parseDurationDays(s string) (time.Duration, error) {
-	m := daysRE().FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return time.ParseDuration(s)
-	}
-	days, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil || days > int64(time.Duration(1<<63-1)/(24*time.Hour)) {
-		return 0, fmt.Errorf("invalid duration %q", s)
-	}
-	d := time.Duration(days) * 24 * time.Hour
-	if m[2] != "" {
-		rest, err := time.ParseDuration(m[2])
-		if err != nil || rest < 0 {
-			return 0, fmt.Errorf("invalid duration %q", s)
-		}
-		if d+rest < d {
-			return 0, fmt.Errorf("invalid duration %q", s)
-		}
-		d += rest
-	}
-	return d, nil
-}
-
-// formatMillis is a duration in milliseconds the way parseDurationDays reads it:
-// 500ms, 30s, 1m30s, 2h, 7d, 1d12h.
-func formatMillis(ms int64) string {
-	if ms <= 0 {
-		return strconv.FormatInt(ms, 10) + "ms"
-	}
-	d := time.Duration(ms) * time.Millisecond
-	days := d / (24 * time.Hour)
-	rest := d % (24 * time.Hour)
-	var s string
-	if days > 0 {
-		s = strconv.FormatInt(int64(days), 10) + "d"
-	}
-	if rest > 0 {
-		r := rest.String()
-		if strings.HasSuffix(r, "m0s") {
-			r = strings.TrimSuffix(r, "0s")
-		}
-		if strings.HasSuffix(r, "h0m") {
-			r = strings.TrimSuffix(r, "0m")
-		}
-		s += r
-	}
-	return s
-}
-
 // --- topic delete ---
 
-type topicDeleteOptions struct {
+// TopicDeleteOptions is what `narad topic delete` runs with.
+type TopicDeleteOptions struct {
+	runEnv
 	Topic  string
 	Yes    bool
 	Output string
 }
 
-func topicDeleteCmd(f *Factory, run func(*Factory, *topicDeleteOptions) error) *cobra.Command {
-	opts := &topicDeleteOptions{}
+func topicDeleteCmd(f *Factory, run func(*TopicDeleteOptions) error) *cobra.Command {
+	opts := &TopicDeleteOptions{}
 	cmd := &cobra.Command{
 		Use:   "delete TOPIC",
 		Short: "Delete a topic and all its messages",
@@ -466,13 +350,7 @@ func topicDeleteCmd(f *Factory, run func(*Factory, *topicDeleteOptions) error) *
 		Args:    exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateTopicName(opts.Topic); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateTopicName(opts.Topic))
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "delete without asking")
@@ -480,29 +358,24 @@ func topicDeleteCmd(f *Factory, run func(*Factory, *topicDeleteOptions) error) *
 	return cmd
 }
 
-func topicDeleteRun(f *Factory, opts *topicDeleteOptions) error {
+func topicDeleteRun(opts *TopicDeleteOptions) error {
 	name := render.Escape(opts.Topic)
 	if !opts.Yes {
 		prompt := fmt.Sprintf("Delete topic %s and all its messages? Type its name to confirm:", name)
-		if err := f.runEnv().confirm("delete topic "+name, prompt, opts.Topic); err != nil {
+		if err := opts.confirm("delete topic "+name, prompt, opts.Topic); err != nil {
 			return err
 		}
 	}
-	c, err := f.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	if err := c.DeleteTopic(ctx, opts.Topic); err != nil {
-		return f.runEnv().apiFatal(c, err, opts.Topic)
+		return opts.apiFatal(c, err, opts.Topic)
 	}
-	if opts.Output == "json" {
-		return f.runEnv().printJSON(struct {
-			Name    string `json:"name"`
-			Deleted bool   `json:"deleted"`
-		}{opts.Topic, true})
-	}
-	fmt.Fprintf(f.IO.ErrOut, "deleted topic %s\n", name)
-	return nil
+	return opts.report(opts.Output, struct {
+		Name    string `json:"name"`
+		Deleted bool   `json:"deleted"`
+	}{opts.Topic, true}, "deleted topic %s", name)
 }

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,24 +22,19 @@ import (
 // The topic commands that change a topic's settings or its fan-out children:
 // edit, attach, detach, children and schema.
 
-// maxFanoutDelayMs is the longest delay a node accepts for a delay child (a year).
-const maxFanoutDelayMs = 365 * 24 * 60 * 60 * 1000
-
 // --- topic edit ---
 
 // TopicEditOptions are the settings to change; nil fields stay as they are.
 type TopicEditOptions struct {
+	runEnv
 	Topic  string
 	Patch  client.TopicPatch
 	Output string
 }
 
-func topicEditCmd(f *Factory, run func(*Factory, *TopicEditOptions) error) *cobra.Command {
+func topicEditCmd(f *Factory, run func(*TopicEditOptions) error) *cobra.Command {
 	opts := &TopicEditOptions{}
-	var (
-		partitions, maxInFlight, maxAckedAhead int
-		retention, schema, visibility          string
-	)
+	var edit topicEditFlags
 	cmd := &cobra.Command{
 		Use:   "edit TOPIC",
 		Short: "Change a topic's settings (partitions, retention, limits, schema)",
@@ -61,73 +56,72 @@ func topicEditCmd(f *Factory, run func(*Factory, *TopicEditOptions) error) *cobr
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
+			err := cmp.Or(checkTextJSON(opts.Output), validateTopicName(opts.Topic))
+			if err == nil {
+				// Last: it may read the schema from stdin.
+				opts.Patch, err = edit.patch(cmd.Flags().Changed, f.IO.In)
 			}
-			if err := validateTopicName(opts.Topic); err != nil {
-				return err
-			}
-			fl := cmd.Flags()
-			if fl.Changed("visibility") {
-				return usageErrorf("the visibility timeout of a topic cannot change after it is created " +
-					"(leases already handed out were cut to it; create a new topic with --visibility instead)")
-			}
-			p := &opts.Patch
-			if fl.Changed("partitions") {
-				if partitions < 1 {
-					return usageErrorf("invalid --partitions %d (the new, larger number of partitions)", partitions)
-				}
-				p.Partitions = &partitions
-			}
-			if fl.Changed("retention") {
-				ms, err := parseMillisOrZero("retention", retention)
-				if err != nil {
-					return err
-				}
-				p.RetentionMs = &ms
-			}
-			if fl.Changed("max-in-flight") {
-				if maxInFlight < 0 {
-					return usageErrorf("invalid --max-in-flight %d (0 for the node's default, or more)", maxInFlight)
-				}
-				p.MaxInFlightPerPartition = &maxInFlight
-			}
-			if fl.Changed("max-acked-ahead") {
-				if maxAckedAhead < 0 {
-					return usageErrorf("invalid --max-acked-ahead %d (0 for the node's default, or more)", maxAckedAhead)
-				}
-				p.MaxAckedAheadPerPartition = &maxAckedAhead
-			}
-			if fl.Changed("schema") {
-				doc, err := readSchema(f, schema)
-				if err != nil {
-					return err
-				}
-				p.Schema = doc
-			}
-			if p.Empty() {
-				return usageErrorf("nothing to change (give --partitions, --retention, --max-in-flight, --max-acked-ahead or --schema)")
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, err)
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&partitions, "partitions", 0, "grow the topic to this many partitions (at most 108)")
-	fl.StringVar(&retention, "retention", "", "how long messages are kept, e.g. 7d (0: the node's default)")
-	fl.IntVar(&maxInFlight, "max-in-flight", 0, "unacked messages a partition hands out at most (0: default)")
-	fl.IntVar(&maxAckedAhead, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message (0: default)")
-	fl.StringVar(&schema, "schema", "", "JSON Schema document: a file, or - for stdin")
-	fl.StringVar(&visibility, "visibility", "", "refused: the visibility timeout cannot change after creation")
+	fl.IntVar(&edit.partitions, "partitions", 0, "grow the topic to this many partitions (at most 108)")
+	fl.StringVar(&edit.retention, "retention", "", "how long messages are kept, e.g. 7d (0: the node's default)")
+	fl.IntVar(&edit.maxInFlight, "max-in-flight", 0, "unacked messages a partition hands out at most (0: default)")
+	fl.IntVar(&edit.maxAckedAhead, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message (0: default)")
+	fl.StringVar(&edit.schema, "schema", "", "JSON Schema document: a file, or - for stdin")
+	fl.StringVar(&edit.visibility, "visibility", "", "refused: the visibility timeout cannot change after creation")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-// parseMillisOrZero is parseMillisFlag with "0" allowed, meaning the node's default.
-func parseMillisOrZero(name, s string) (int64, error) {
-	if strings.TrimSpace(s) == "0" {
-		return 0, nil
+// topicEditFlags are topic edit's flags as typed.
+type topicEditFlags struct {
+	partitions, maxInFlight, maxAckedAhead int
+	retention, schema, visibility          string
+}
+
+// patch is the change the flags given (changed) ask for, checked; --schema - reads
+// the document from stdin.
+func (v *topicEditFlags) patch(changed func(string) bool, stdin io.Reader) (p client.TopicPatch, err error) {
+	if changed("visibility") {
+		return p, usageErrorf("the visibility timeout of a topic cannot change after it is created " +
+			"(leases already handed out were cut to it; create a new topic with --visibility instead)")
 	}
-	return parseMillisFlag(name, s)
+	if changed("partitions") {
+		if v.partitions < 1 {
+			return p, usageErrorf("invalid --partitions %d (the new, larger number of partitions)", v.partitions)
+		}
+		p.Partitions = &v.partitions
+	}
+	if changed("retention") {
+		ms, err := parseMillisOrZero("retention", v.retention)
+		if err != nil {
+			return p, err
+		}
+		p.RetentionMs = &ms
+	}
+	if changed("max-in-flight") {
+		if v.maxInFlight < 0 {
+			return p, usageErrorf("invalid --max-in-flight %d (0 for the node's default, or more)", v.maxInFlight)
+		}
+		p.MaxInFlightPerPartition = &v.maxInFlight
+	}
+	if changed("max-acked-ahead") {
+		if v.maxAckedAhead < 0 {
+			return p, usageErrorf("invalid --max-acked-ahead %d (0 for the node's default, or more)", v.maxAckedAhead)
+		}
+		p.MaxAckedAheadPerPartition = &v.maxAckedAhead
+	}
+	if changed("schema") {
+		if p.Schema, err = readSchema(stdin, v.schema); err != nil {
+			return p, err
+		}
+	}
+	if p.Empty() {
+		return p, usageErrorf("nothing to change (give --partitions, --retention, --max-in-flight, --max-acked-ahead or --schema)")
+	}
+	return p, nil
 }
 
 // maxSchemaBytes bounds a schema document read from a file or stdin: a schema is a
@@ -136,7 +130,7 @@ const maxSchemaBytes = 1 << 20
 
 // readSchema reads a JSON Schema document from a file or stdin and checks it is one
 // JSON value, so a typo is exit 2 here rather than a 400 from the node.
-func readSchema(f *Factory, src string) (json.RawMessage, error) {
+func readSchema(stdin io.Reader, src string) (json.RawMessage, error) {
 	var (
 		b   []byte
 		err error
@@ -145,7 +139,7 @@ func readSchema(f *Factory, src string) (json.RawMessage, error) {
 	case "":
 		return nil, usageErrorf("--schema needs a file name, or - for stdin")
 	case "-":
-		b, err = io.ReadAll(io.LimitReader(f.IO.In, maxSchemaBytes+1))
+		b, err = io.ReadAll(io.LimitReader(stdin, maxSchemaBytes+1))
 	default:
 		var fh *os.File
 		if fh, err = os.Open(src); err == nil {
@@ -166,19 +160,18 @@ func readSchema(f *Factory, src string) (json.RawMessage, error) {
 	return json.RawMessage(b), nil
 }
 
-func topicEditRun(f *Factory, opts *TopicEditOptions) error {
-	c, err := f.Client()
+func topicEditRun(opts *TopicEditOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	t, err := c.EditTopic(ctx, opts.Topic, opts.Patch)
 	if err != nil {
-		return adminFatal(f, c, err, opts.Topic, "see narad topic edit --help")
+		return opts.adminFatal(c, err, opts.Topic, "see narad topic edit --help")
 	}
 	if opts.Output == "json" {
-		return f.runEnv().printJSON(t)
+		return opts.printJSON(t)
 	}
 	var changed []string
 	p := opts.Patch
@@ -197,7 +190,7 @@ func topicEditRun(f *Factory, opts *TopicEditOptions) error {
 	if len(p.Schema) > 0 {
 		changed = append(changed, fmt.Sprintf("schema version %d", t.SchemaVersion))
 	}
-	fmt.Fprintf(f.IO.ErrOut, "edited topic %s: %s\n", render.Escape(t.Name), strings.Join(changed, ", "))
+	fmt.Fprintf(opts.IO.ErrOut, "edited topic %s: %s\n", render.Escape(t.Name), strings.Join(changed, ", "))
 	return nil
 }
 
@@ -205,12 +198,13 @@ func topicEditRun(f *Factory, opts *TopicEditOptions) error {
 
 // TopicAttachOptions attach Child to Parent.
 type TopicAttachOptions struct {
+	runEnv
 	Parent, Child string
 	DelayMs       int64
 	Output        string
 }
 
-func topicAttachCmd(f *Factory, run func(*Factory, *TopicAttachOptions) error) *cobra.Command {
+func topicAttachCmd(f *Factory, run func(*TopicAttachOptions) error) *cobra.Command {
 	opts := &TopicAttachOptions{}
 	var delay string
 	cmd := &cobra.Command{
@@ -248,7 +242,7 @@ func topicAttachCmd(f *Factory, run func(*Factory, *TopicAttachOptions) error) *
 				}
 				opts.DelayMs = ms
 			}
-			return run(f, opts)
+			return runWith(f, opts, run)
 		},
 	}
 	cmd.Flags().StringVar(&delay, "delay", "", "deliver each copy this long after the parent committed it, e.g. 30s (at most 365d)")
@@ -256,34 +250,12 @@ func topicAttachCmd(f *Factory, run func(*Factory, *TopicAttachOptions) error) *
 	return cmd
 }
 
-// parseDelay is a fan-out delay: 0 allowed (no delay), at most a year.
-func parseDelay(s string) (int64, error) {
-	ms, err := parseMillisOrZero("delay", s)
-	if err != nil {
-		return 0, err
-	}
-	if ms > maxFanoutDelayMs {
-		return 0, usageErrorf("invalid --delay %q (at most 365d)", s)
-	}
-	return ms, nil
-}
-
-func validateTopicNames(names ...string) error {
-	for _, n := range names {
-		if err := validateTopicName(n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func topicAttachRun(f *Factory, opts *TopicAttachOptions) error {
-	c, err := f.Client()
+func topicAttachRun(opts *TopicAttachOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	t, err := c.AttachChild(ctx, opts.Parent, opts.Child, opts.DelayMs)
 	if client.StatusOf(err) == http.StatusNotFound && !client.IsRouteMissing(err) {
 		return exitWith(ExitFailed, fmt.Errorf("%s (both %s and %s must exist; see narad topic ls)",
@@ -291,30 +263,27 @@ func topicAttachRun(f *Factory, opts *TopicAttachOptions) error {
 	}
 	if err != nil {
 		hint := fmt.Sprintf("both topics must exist; see narad topic children %s", render.Escape(opts.Parent))
-		return adminFatal(f, c, err, opts.Parent, hint)
-	}
-	if opts.Output == "json" {
-		return f.runEnv().printJSON(t)
+		return opts.adminFatal(c, err, opts.Parent, hint)
 	}
 	how := "every new message"
 	if opts.DelayMs > 0 {
 		how += ", each " + formatMillis(opts.DelayMs) + " after its commit"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "attached %s to %s: it now gets a copy of %s\n",
+	return opts.report(opts.Output, t, "attached %s to %s: it now gets a copy of %s",
 		render.Escape(opts.Child), render.Escape(opts.Parent), how)
-	return nil
 }
 
 // --- topic detach ---
 
 // TopicDetachOptions detach Child from Parent.
 type TopicDetachOptions struct {
+	runEnv
 	Parent, Child string
 	Yes           bool
 	Output        string
 }
 
-func topicDetachCmd(f *Factory, run func(*Factory, *TopicDetachOptions) error) *cobra.Command {
+func topicDetachCmd(f *Factory, run func(*TopicDetachOptions) error) *cobra.Command {
 	opts := &TopicDetachOptions{}
 	cmd := &cobra.Command{
 		Use:   "detach PARENT CHILD",
@@ -326,13 +295,7 @@ func topicDetachCmd(f *Factory, run func(*Factory, *TopicDetachOptions) error) *
 		Args:    exactArgs(2, "a parent and a child topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Parent, opts.Child = args[0], args[1]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateTopicNames(opts.Parent, opts.Child); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateTopicNames(opts.Parent, opts.Child))
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "detach without asking")
@@ -340,43 +303,39 @@ func topicDetachCmd(f *Factory, run func(*Factory, *TopicDetachOptions) error) *
 	return cmd
 }
 
-func topicDetachRun(f *Factory, opts *TopicDetachOptions) error {
+func topicDetachRun(opts *TopicDetachOptions) error {
 	parent, child := render.Escape(opts.Parent), render.Escape(opts.Child)
 	if !opts.Yes {
 		what := fmt.Sprintf("detach %s from %s", child, parent)
-		if err := f.runEnv().confirm(what, fmt.Sprintf("Stop copying the new messages of %s into %s?", parent, child), "y"); err != nil {
+		if err := opts.confirm(what, fmt.Sprintf("Stop copying the new messages of %s into %s?", parent, child), "y"); err != nil {
 			return err
 		}
 	}
-	c, err := f.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	if err := c.DetachChild(ctx, opts.Parent, opts.Child); err != nil {
-		return adminFatal(f, c, err, opts.Parent, fmt.Sprintf("see narad topic children %s", parent))
+		return opts.adminFatal(c, err, opts.Parent, fmt.Sprintf("see narad topic children %s", parent))
 	}
-	if opts.Output == "json" {
-		return f.runEnv().printJSON(struct {
-			Parent   string `json:"parent"`
-			Child    string `json:"child"`
-			Detached bool   `json:"detached"`
-		}{opts.Parent, opts.Child, true})
-	}
-	fmt.Fprintf(f.IO.ErrOut, "detached %s from %s (both topics and their messages stay)\n", child, parent)
-	return nil
+	return opts.report(opts.Output, struct {
+		Parent   string `json:"parent"`
+		Child    string `json:"child"`
+		Detached bool   `json:"detached"`
+	}{opts.Parent, opts.Child, true}, "detached %s from %s (both topics and their messages stay)", child, parent)
 }
 
 // --- topic children ---
 
 // TopicChildrenOptions list Parent's children.
 type TopicChildrenOptions struct {
+	runEnv
 	Parent string
 	Output string
 }
 
-func topicChildrenCmd(f *Factory, run func(*Factory, *TopicChildrenOptions) error) *cobra.Command {
+func topicChildrenCmd(f *Factory, run func(*TopicChildrenOptions) error) *cobra.Command {
 	opts := &TopicChildrenOptions{}
 	cmd := &cobra.Command{
 		Use:   "children PARENT",
@@ -391,46 +350,30 @@ func topicChildrenCmd(f *Factory, run func(*Factory, *TopicChildrenOptions) erro
 		Args: exactArgs(1, "one parent topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Parent = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateTopicName(opts.Parent); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateTopicName(opts.Parent))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func topicChildrenRun(f *Factory, opts *TopicChildrenOptions) error {
-	c, err := f.Client()
+func topicChildrenRun(opts *TopicChildrenOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	children, err := c.Children(ctx, opts.Parent)
 	if err != nil {
-		return adminFatal(f, c, err, opts.Parent, "")
+		return opts.adminFatal(c, err, opts.Parent, "")
 	}
-	if opts.Output == "json" {
-		if children == nil {
-			children = []client.Child{}
-		}
-		return f.runEnv().printJSON(struct {
-			Parent   string         `json:"parent"`
-			Children []client.Child `json:"children"`
-		}{opts.Parent, children})
-	}
-	if len(children) == 0 {
-		fmt.Fprintf(f.IO.ErrOut, "%s has no children (attach one with narad topic attach %s CHILD)\n",
-			render.Escape(opts.Parent), render.Escape(opts.Parent))
-		return nil
-	}
-	rows := make([][]string, 0, len(children))
-	for _, ch := range children {
+	doc := struct {
+		Parent   string         `json:"parent"`
+		Children []client.Child `json:"children"`
+	}{opts.Parent, nonNil(children)}
+	parent := render.Escape(opts.Parent)
+	none := fmt.Sprintf("%s has no children (attach one with narad topic attach %s CHILD)", parent, parent)
+	return printList(opts.runEnv, opts.Output, doc, children, none, []string{"NAME", "DELAY", "LAG"}, func(ch client.Child) []string {
 		delay := "-"
 		if ch.DelayMs > 0 {
 			delay = formatMillis(ch.DelayMs)
@@ -439,21 +382,21 @@ func topicChildrenRun(f *Factory, opts *TopicChildrenOptions) error {
 		if !ch.LagComplete {
 			lag += "+"
 		}
-		rows = append(rows, []string{ch.Name, delay, lag})
-	}
-	return f.runEnv().printTable([]string{"NAME", "DELAY", "LAG"}, rows)
+		return []string{ch.Name, delay, lag}
+	})
 }
 
 // --- topic schema ---
 
 // TopicSchemaOptions show Topic's schema.
 type TopicSchemaOptions struct {
+	runEnv
 	Topic   string
 	Current bool
 	Output  string
 }
 
-func topicSchemaCmd(f *Factory, run func(*Factory, *TopicSchemaOptions) error) *cobra.Command {
+func topicSchemaCmd(f *Factory, run func(*TopicSchemaOptions) error) *cobra.Command {
 	opts := &TopicSchemaOptions{}
 	cmd := &cobra.Command{
 		Use:   "schema TOPIC",
@@ -467,13 +410,7 @@ func topicSchemaCmd(f *Factory, run func(*Factory, *TopicSchemaOptions) error) *
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateTopicName(opts.Topic); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateTopicName(opts.Topic))
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Current, "current", false, "print only the current schema document")
@@ -481,25 +418,24 @@ func topicSchemaCmd(f *Factory, run func(*Factory, *TopicSchemaOptions) error) *
 	return cmd
 }
 
-func topicSchemaRun(f *Factory, opts *TopicSchemaOptions) error {
-	c, err := f.Client()
+func topicSchemaRun(opts *TopicSchemaOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	h, err := c.Schema(ctx, opts.Topic)
 	if err != nil {
-		return adminFatal(f, c, err, opts.Topic, "")
+		return opts.adminFatal(c, err, opts.Topic, "")
 	}
 	if opts.Output == "json" && !opts.Current {
 		if h.Versions == nil {
 			h.Versions = []client.SchemaVersion{}
 		}
-		return f.runEnv().printJSON(h)
+		return opts.printJSON(h)
 	}
 	if h.Version == 0 || len(h.Versions) == 0 {
-		fmt.Fprintf(f.IO.ErrOut, "topic %s has no schema (add one with narad topic edit %s --schema FILE)\n",
+		fmt.Fprintf(opts.IO.ErrOut, "topic %s has no schema (add one with narad topic edit %s --schema FILE)\n",
 			render.Escape(opts.Topic), render.Escape(opts.Topic))
 		return nil
 	}
@@ -522,33 +458,8 @@ func topicSchemaRun(f *Factory, opts *TopicSchemaOptions) error {
 		}
 		out.WriteByte('\n')
 	}
-	if _, err := f.IO.Out.Write(out.Bytes()); err != nil && !consumer.IsClosedOutput(err) {
+	if _, err := opts.IO.Out.Write(out.Bytes()); err != nil && !consumer.IsClosedOutput(err) {
 		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
 	}
 	return nil
-}
-
-// adminFatal is apiFatal for the operator's commands: a 400 carries the command's
-// own hint, a 409 is a conflict (exit 1) with the node's words, and a route the node
-// does not have says which node it was.
-func adminFatal(f *Factory, c *client.Client, err error, topic, hint400 string) error {
-	switch client.StatusOf(err) {
-	case http.StatusBadRequest:
-		if hint400 == "" {
-			hint400 = "see --help"
-		}
-		return exitWith(ExitUsage, fmt.Errorf("%s (%s)", describeErr(err), hint400))
-	case http.StatusConflict:
-		if topic == "" {
-			return exitWith(ExitFailed, errors.New(describeErr(err)))
-		}
-		return exitWith(ExitFailed, fmt.Errorf("%s (the node refused the change as it stands; see narad topic info %s)",
-			describeErr(err), render.Escape(topic)))
-	case http.StatusNotFound:
-		if client.IsRouteMissing(err) {
-			return exitWith(ExitFailed, fmt.Errorf("%s (the node at %s does not serve this; it may be an older version)",
-				describeErr(err), c.BaseURL()))
-		}
-	}
-	return f.runEnv().apiFatal(c, err, topic)
 }

@@ -60,10 +60,10 @@ func TestFormatMillis(t *testing.T) {
 }
 
 func TestTopicCreateFlags(t *testing.T) {
-	run := func(args ...string) (*topicCreateOptions, error) {
+	run := func(args ...string) (*TopicCreateOptions, error) {
 		ios, _, _, _ := iostreams.Test()
-		var got *topicCreateOptions
-		cmd := topicCreateCmd(&Factory{IO: ios}, func(_ *Factory, o *topicCreateOptions) error { got = o; return nil })
+		var got *TopicCreateOptions
+		cmd := topicCreateCmd(&Factory{IO: ios}, func(o *TopicCreateOptions) error { got = o; return nil })
 		cmd.SetArgs(args)
 		cmd.SetOut(io.Discard)
 		cmd.SetErr(io.Discard)

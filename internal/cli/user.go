@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
-	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -49,19 +46,6 @@ func newUserCmd(f *Factory) *cobra.Command {
 
 const userSubcommands = "add, ls, show, grant, passwd or rm"
 
-// Compiled on first use (see topicNameRE).
-var (
-	userNameRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._@-]+$`) })
-	grantPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]*\*?$`) })
-)
-
-func validateUserName(name string) error {
-	if len(name) > 128 || !userNameRE().MatchString(name) {
-		return usageErrorf("invalid user name %q (letters, digits, \".\", \"_\", \"@\" and \"-\", at most 128)", name)
-	}
-	return nil
-}
-
 // parseGrants reads --grant values: "consume:orders*,payments" or "admin".
 func parseGrants(specs []string) ([]client.UserGrant, error) {
 	grants := make([]client.UserGrant, 0, len(specs))
@@ -91,6 +75,15 @@ func parseGrants(specs []string) ([]client.UserGrant, error) {
 	return grants, nil
 }
 
+// someGrants refuses user grant without --grant: grants replace every grant, and
+// none would take them all away, which is what rm is for.
+func someGrants(specs []string) error {
+	if len(specs) == 0 {
+		return usageErrorf("give the new grants with --grant (they replace every grant; to take all away, remove the user)")
+	}
+	return nil
+}
+
 // formatGrants is the one-line form --grant takes: "consume:orders*,payments produce:orders".
 func formatGrants(gs []client.UserGrant) string {
 	if len(gs) == 0 {
@@ -110,13 +103,13 @@ func formatGrants(gs []client.UserGrant) string {
 // newPassword reads a password for a user: without echo and twice on a terminal,
 // else the first line of stdin when --password-stdin says so. A password in argv
 // would end up in shell history and ps, so there is no flag for one.
-func newPassword(f *Factory, fromStdin bool, whose string) (string, error) {
-	pw, err := secretLine(f, fromStdin, "Password for "+whose+": ")
+func newPassword(e runEnv, fromStdin bool, whose string) (string, error) {
+	pw, err := secretLine(e, fromStdin, "Password for "+whose+": ")
 	if err != nil {
 		return "", err
 	}
 	if !fromStdin {
-		again, err := secretLine(f, false, "Again: ")
+		again, err := secretLine(e, false, "Again: ")
 		if err != nil {
 			return "", err
 		}
@@ -129,18 +122,18 @@ func newPassword(f *Factory, fromStdin bool, whose string) (string, error) {
 
 // secretLine is one secret: the next line of stdin with --password-stdin (several
 // calls read several lines), else asked at the terminal without echo.
-func secretLine(f *Factory, fromStdin bool, prompt string) (string, error) {
+func secretLine(e runEnv, fromStdin bool, prompt string) (string, error) {
 	if fromStdin {
-		line, err := readFirstLine(f.IO.In, maxPasswordLine)
+		line, err := readFirstLine(e.IO.In, maxPasswordLine)
 		if err != nil {
 			return "", usageErrorf("--password-stdin: cannot read stdin: %v", err)
 		}
 		return strings.TrimSuffix(string(line), "\r"), nil
 	}
-	if !f.IO.IsStdinTTY() || f.ReadSecret == nil {
+	if !e.IO.IsStdinTTY() || e.ReadSecret == nil {
 		return "", usageErrorf("no password given (stdin is not a terminal; pass --password-stdin and the password on stdin)")
 	}
-	pw, err := f.ReadSecret(prompt)
+	pw, err := e.ReadSecret(prompt)
 	if err != nil {
 		return "", exitWith(ExitFailed, fmt.Errorf("cannot read the password: %v", err))
 	}
@@ -156,7 +149,7 @@ func checkPassword(pw string) (string, error) {
 }
 
 // userFatal is apiFatal for the user routes: a plain 404 means security is off.
-func userFatal(f *Factory, c *client.Client, err error, name string) error {
+func (e runEnv) userFatal(c *client.Client, err error, name string) error {
 	switch {
 	case client.IsRouteMissing(err):
 		return exitWith(ExitFailed, fmt.Errorf("%s (the node at %s has security off, so it has no users; "+
@@ -176,11 +169,11 @@ func userFatal(f *Factory, c *client.Client, err error, name string) error {
 		return exitWith(ExitFailed, fmt.Errorf("%s (needs admin; only the root admin grants admin, "+
 			"and nobody grants what they do not hold)", describeErr(err)))
 	}
-	return f.runEnv().apiFatal(c, err, "")
+	return e.apiFatal(c, err, "")
 }
 
-// userView is a user as -o json prints it: the node's fields, times in milliseconds.
-func printUser(f *Factory, u *client.User) error {
+// userText is a user as user show prints it, times in UTC.
+func userText(u *client.User) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "username:  %s\n", render.Escape(u.Username))
 	if u.Root {
@@ -193,28 +186,21 @@ func printUser(f *Factory, u *client.User) error {
 	if u.UpdatedAtMs > 0 {
 		fmt.Fprintf(&b, "updated:   %s\n", time.UnixMilli(u.UpdatedAtMs).UTC().Format(time.RFC3339))
 	}
-	return writeOut(f, b.String())
-}
-
-// writeOut writes text to stdout; a closed stdout is not an error.
-func writeOut(f *Factory, s string) error {
-	if _, err := f.IO.Out.Write([]byte(s)); err != nil && !consumer.IsClosedOutput(err) {
-		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
-	}
-	return nil
+	return b.String()
 }
 
 // --- user add ---
 
 // UserAddOptions add a user.
 type UserAddOptions struct {
+	runEnv
 	Name          string
 	Grants        []client.UserGrant
 	PasswordStdin bool
 	Output        string
 }
 
-func userAddCmd(f *Factory, run func(*Factory, *UserAddOptions) error) *cobra.Command {
+func userAddCmd(f *Factory, run func(*UserAddOptions) error) *cobra.Command {
 	opts := &UserAddOptions{}
 	var grants []string
 	cmd := &cobra.Command{
@@ -229,17 +215,9 @@ func userAddCmd(f *Factory, run func(*Factory, *UserAddOptions) error) *cobra.Co
 		Args: exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateUserName(opts.Name); err != nil {
-				return err
-			}
 			var err error
-			if opts.Grants, err = parseGrants(grants); err != nil {
-				return err
-			}
-			return run(f, opts)
+			opts.Grants, err = parseGrants(grants)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateUserName(opts.Name), err)
 		},
 	}
 	cmd.Flags().StringArrayVar(&grants, "grant", nil, "a grant ACTION:PATTERN[,PATTERN] (repeatable), or admin")
@@ -248,34 +226,32 @@ func userAddCmd(f *Factory, run func(*Factory, *UserAddOptions) error) *cobra.Co
 	return cmd
 }
 
-func userAddRun(f *Factory, opts *UserAddOptions) error {
-	pw, err := newPassword(f, opts.PasswordStdin, render.Escape(opts.Name))
+func userAddRun(opts *UserAddOptions) error {
+	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, render.Escape(opts.Name))
 	if err != nil {
 		return err
 	}
-	c, err := f.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	u, err := c.CreateUser(ctx, opts.Name, pw, opts.Grants)
 	if err != nil {
-		return userFatal(f, c, err, opts.Name)
+		return opts.userFatal(c, err, opts.Name)
 	}
-	if opts.Output == "json" {
-		return f.runEnv().printJSON(u)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "added user %s (%s)\n", render.Escape(opts.Name), formatGrants(u.Grants))
-	return nil
+	return opts.report(opts.Output, u, "added user %s (%s)", render.Escape(opts.Name), formatGrants(u.Grants))
 }
 
 // --- user ls ---
 
 // UserLsOptions list users.
-type UserLsOptions struct{ Output string }
+type UserLsOptions struct {
+	runEnv
+	Output string
+}
 
-func userLsCmd(f *Factory, run func(*Factory, *UserLsOptions) error) *cobra.Command {
+func userLsCmd(f *Factory, run func(*UserLsOptions) error) *cobra.Command {
 	opts := &UserLsOptions{}
 	cmd := &cobra.Command{
 		Use:     "ls",
@@ -290,55 +266,45 @@ func userLsCmd(f *Factory, run func(*Factory, *UserLsOptions) error) *cobra.Comm
 			"    jq -r .username",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func userLsRun(f *Factory, opts *UserLsOptions) error {
-	c, err := f.Client()
+func userLsRun(opts *UserLsOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	users, err := c.Users(ctx)
 	if err != nil {
-		return userFatal(f, c, err, "")
+		return opts.userFatal(c, err, "")
 	}
-	if opts.Output == "json" {
-		if users == nil {
-			users = []client.User{}
-		}
-		return f.runEnv().printJSON(struct {
-			Users []client.User `json:"users"`
-		}{users})
-	}
-	rows := make([][]string, 0, len(users))
-	for _, u := range users {
+	doc := struct {
+		Users []client.User `json:"users"`
+	}{nonNil(users)}
+	return printList(opts.runEnv, opts.Output, doc, users, "", []string{"NAME", "ROOT", "GRANTS"}, func(u client.User) []string {
 		root := ""
 		if u.Root {
 			root = "root"
 		}
-		rows = append(rows, []string{u.Username, root, formatGrants(u.Grants)})
-	}
-	return f.runEnv().printTable([]string{"NAME", "ROOT", "GRANTS"}, rows)
+		return []string{u.Username, root, formatGrants(u.Grants)}
+	})
 }
 
 // --- user show ---
 
 // UserShowOptions show one user.
 type UserShowOptions struct {
+	runEnv
 	Name   string
 	Output string
 }
 
-func userShowCmd(f *Factory, run func(*Factory, *UserShowOptions) error) *cobra.Command {
+func userShowCmd(f *Factory, run func(*UserShowOptions) error) *cobra.Command {
 	opts := &UserShowOptions{}
 	cmd := &cobra.Command{
 		Use:     "show NAME",
@@ -348,46 +314,40 @@ func userShowCmd(f *Factory, run func(*Factory, *UserShowOptions) error) *cobra.
 		Args:    exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateUserName(opts.Name); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateUserName(opts.Name))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
 
-func userShowRun(f *Factory, opts *UserShowOptions) error {
-	c, err := f.Client()
+func userShowRun(opts *UserShowOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	u, err := c.User(ctx, opts.Name)
 	if err != nil {
-		return userFatal(f, c, err, opts.Name)
+		return opts.userFatal(c, err, opts.Name)
 	}
 	if opts.Output == "json" {
-		return f.runEnv().printJSON(u)
+		return opts.printJSON(u)
 	}
-	return printUser(f, u)
+	return opts.writeOut(userText(u))
 }
 
 // --- user grant ---
 
 // UserGrantOptions replace a user's grants.
 type UserGrantOptions struct {
+	runEnv
 	Name   string
 	Grants []client.UserGrant
 	Output string
 }
 
-func userGrantCmd(f *Factory, run func(*Factory, *UserGrantOptions) error) *cobra.Command {
+func userGrantCmd(f *Factory, run func(*UserGrantOptions) error) *cobra.Command {
 	opts := &UserGrantOptions{}
 	var grants []string
 	cmd := &cobra.Command{
@@ -401,21 +361,9 @@ func userGrantCmd(f *Factory, run func(*Factory, *UserGrantOptions) error) *cobr
 		Args: exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateUserName(opts.Name); err != nil {
-				return err
-			}
-			if len(grants) == 0 {
-				return usageErrorf("give the new grants with --grant (they replace every grant; to take all away, remove the user)")
-			}
 			var err error
 			opts.Grants, err = parseGrants(grants)
-			if err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateUserName(opts.Name), someGrants(grants), err)
 		},
 	}
 	cmd.Flags().StringArrayVar(&grants, "grant", nil, "a grant ACTION:PATTERN[,PATTERN] (repeatable), or admin")
@@ -423,40 +371,36 @@ func userGrantCmd(f *Factory, run func(*Factory, *UserGrantOptions) error) *cobr
 	return cmd
 }
 
-func userGrantRun(f *Factory, opts *UserGrantOptions) error {
-	c, err := f.Client()
+func userGrantRun(opts *UserGrantOptions) error {
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	// Read first, so that what is replaced can be said.
 	before, err := c.User(ctx, opts.Name)
 	if err != nil {
-		return userFatal(f, c, err, opts.Name)
+		return opts.userFatal(c, err, opts.Name)
 	}
 	u, err := c.SetGrants(ctx, opts.Name, opts.Grants)
 	if err != nil {
-		return userFatal(f, c, err, opts.Name)
+		return opts.userFatal(c, err, opts.Name)
 	}
-	if opts.Output == "json" {
-		return f.runEnv().printJSON(u)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "replaced the grants of %s: was %s, now %s\n",
+	return opts.report(opts.Output, u, "replaced the grants of %s: was %s, now %s",
 		render.Escape(opts.Name), formatGrants(before.Grants), formatGrants(u.Grants))
-	return nil
 }
 
 // --- user passwd ---
 
 // UserPasswdOptions change a password.
 type UserPasswdOptions struct {
+	runEnv
 	Name          string
 	PasswordStdin bool
 	Current       bool
 }
 
-func userPasswdCmd(f *Factory, run func(*Factory, *UserPasswdOptions) error) *cobra.Command {
+func userPasswdCmd(f *Factory, run func(*UserPasswdOptions) error) *cobra.Command {
 	opts := &UserPasswdOptions{}
 	cmd := &cobra.Command{
 		Use:   "passwd NAME",
@@ -470,10 +414,7 @@ func userPasswdCmd(f *Factory, run func(*Factory, *UserPasswdOptions) error) *co
 		Args:    exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			if err := validateUserName(opts.Name); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, validateUserName(opts.Name))
 		},
 	}
 	cmd.Flags().BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the password(s) from stdin, one a line")
@@ -481,29 +422,28 @@ func userPasswdCmd(f *Factory, run func(*Factory, *UserPasswdOptions) error) *co
 	return cmd
 }
 
-func userPasswdRun(f *Factory, opts *UserPasswdOptions) error {
+func userPasswdRun(opts *UserPasswdOptions) error {
 	name := render.Escape(opts.Name)
 	var current string
 	if opts.Current {
 		var err error
-		if current, err = secretLine(f, opts.PasswordStdin, "Current password for "+name+": "); err != nil {
+		if current, err = secretLine(opts.runEnv, opts.PasswordStdin, "Current password for "+name+": "); err != nil {
 			return err
 		}
 	}
-	pw, err := newPassword(f, opts.PasswordStdin, "the new password of "+name)
+	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, "the new password of "+name)
 	if err != nil {
 		return err
 	}
-	c, err := f.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	if err := c.SetPassword(ctx, opts.Name, pw, current); err != nil {
-		return userFatal(f, c, err, opts.Name)
+		return opts.userFatal(c, err, opts.Name)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "changed the password of %s\n", name)
+	fmt.Fprintf(opts.IO.ErrOut, "changed the password of %s\n", name)
 	return nil
 }
 
@@ -511,12 +451,13 @@ func userPasswdRun(f *Factory, opts *UserPasswdOptions) error {
 
 // UserRmOptions remove a user.
 type UserRmOptions struct {
+	runEnv
 	Name   string
 	Yes    bool
 	Output string
 }
 
-func userRmCmd(f *Factory, run func(*Factory, *UserRmOptions) error) *cobra.Command {
+func userRmCmd(f *Factory, run func(*UserRmOptions) error) *cobra.Command {
 	opts := &UserRmOptions{}
 	cmd := &cobra.Command{
 		Use:     "rm NAME",
@@ -529,13 +470,7 @@ func userRmCmd(f *Factory, run func(*Factory, *UserRmOptions) error) *cobra.Comm
 		Args:    exactArgs(1, "one user name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateUserName(opts.Name); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateUserName(opts.Name))
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "remove without asking")
@@ -543,31 +478,26 @@ func userRmCmd(f *Factory, run func(*Factory, *UserRmOptions) error) *cobra.Comm
 	return cmd
 }
 
-func userRmRun(f *Factory, opts *UserRmOptions) error {
+func userRmRun(opts *UserRmOptions) error {
 	name := render.Escape(opts.Name)
 	if !opts.Yes {
 		prompt := fmt.Sprintf("Remove user %s? Type its name to confirm:", name)
-		if err := f.runEnv().confirm("remove user "+name, prompt, opts.Name); err != nil {
+		if err := opts.confirm("remove user "+name, prompt, opts.Name); err != nil {
 			return err
 		}
 	}
-	c, err := f.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	if err := c.DeleteUser(ctx, opts.Name); err != nil {
-		return userFatal(f, c, err, opts.Name)
+		return opts.userFatal(c, err, opts.Name)
 	}
-	if opts.Output == "json" {
-		return f.runEnv().printJSON(struct {
-			Username string `json:"username"`
-			Deleted  bool   `json:"deleted"`
-		}{opts.Name, true})
-	}
-	fmt.Fprintf(f.IO.ErrOut, "removed user %s\n", name)
-	return nil
+	return opts.report(opts.Output, struct {
+		Username string `json:"username"`
+		Deleted  bool   `json:"deleted"`
+	}{opts.Name, true}, "removed user %s", name)
 }
 
 // opOf is the operation an error from the client was about (0 when none).
