@@ -415,18 +415,13 @@ func subRun(f *Factory, opts *SubOptions) error {
 			tuning.streamProcs(f.Getenv)
 		}
 		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
-		// leases; the supervisor keeps its own.
-		co.Lease = func(ctx context.Context) (time.Duration, error) {
-			t, err := c.Topic(ctx, opts.Topic)
-			if err != nil {
-				return 0, err
-			}
-			return t.VisibilityTimeout(), nil
-		}
+		// leases: co.Lease 0, the run asks topic info for it only when one waits a while.
 		h = p
 		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
 	} else {
-		if sup, err = newSupervisor(f, c, opts, m.wireSupervisor); err != nil {
+		// The run keeps the leases of running commands, at the lease the supervisor's
+		// options were resolved with.
+		if sup, co.Lease, err = newSupervisor(f, c, opts, m.wireSupervisor); err != nil {
 			return err
 		}
 		if opts.Timeout > 0 {
@@ -511,10 +506,10 @@ func checkDeadLetter(f *Factory, c *client.Client, topic string) error {
 	return nil
 }
 
-// newSupervisor builds the exec-mode handler; the lease defaults to the topic's
-// visibility timeout, read from topic info.
+// newSupervisor builds the exec-mode handler and says the lease to keep: --lease, else
+// the topic's visibility timeout, read from topic info.
 // tune, if any, adds to the supervisor's options.
-func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, error) {
+func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, time.Duration, error) {
 	lease := opts.Lease
 	if lease == 0 {
 		// The client bounds each attempt; --timeout bounds them all.
@@ -525,7 +520,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(
 		defer cancel()
 		t, err := c.Topic(ctx, opts.Topic)
 		if err != nil {
-			return nil, f.runEnv().apiFatal(c, err, opts.Topic)
+			return nil, 0, f.runEnv().apiFatal(c, err, opts.Topic)
 		}
 		lease = t.VisibilityTimeout()
 		if lease <= 0 {
@@ -533,12 +528,11 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(
 		}
 	}
 	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	so := supervisor.Options{
 		Command:           opts.Command,
 		Concurrency:       opts.Concurrency,
-		Lease:             lease,
 		MaxProcessingTime: opts.MaxProcessingTime,
 		KillGrace:         opts.KillGrace,
 		ShutdownGrace:     opts.ShutdownGrace,
@@ -562,9 +556,9 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(
 	}
 	s, err := supervisor.New(so)
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, 0, usageErrorf("%v", err)
 	}
-	return s, nil
+	return s, lease, nil
 }
 
 // announceExec is exec mode's banner on a terminal, as plain sub has one: what runs

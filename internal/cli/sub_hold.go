@@ -127,7 +127,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 			Count: opts.Count, Timeout: opts.Timeout, Stop: stop,
 			// The same keeper as plain sub's: a message on screen is extended at a third
 			// of its lease for as long as it is there.
-			Lease: func(context.Context) (time.Duration, error) { return lease, nil },
+			Lease: lease,
 			OnNodeLost: func(err error) {
 				p.Send(hold.NodeLost{Err: errors.New(describeErr(err))})
 			},

@@ -27,10 +27,12 @@ import (
 	"github.com/narad/narad/internal/client"
 )
 
-// Source is the part of *client.Client the loop needs.
+// Source is the part of *client.Client the loop needs. Topic is asked only for the
+// lease, when the run was not told it (see Options.Lease).
 type Source interface {
 	Consume(ctx context.Context, topic string, o client.ConsumeOptions) (*client.ConsumeResult, error)
 	Settle(ctx context.Context, topic string, a client.Action, handles []string) ([]client.SettleResult, error)
+	Topic(ctx context.Context, name string) (*client.Topic, error)
 }
 
 // Handler is what the loop hands deliveries to.
@@ -162,13 +164,12 @@ type Options struct {
 	// before it is given back: it copies what the node sent to a dead-letter topic,
 	// and on success the message is acked (exec mode's --dead-letter).
 	DeadLetterUndecodable func(ctx context.Context, m *client.Message) error
-	// Lease, when set, makes the run keep the lease of every message it holds until it
-	// is settled (see keeper): a message taken ahead, waiting behind a write that
-	// blocks, or written to a pipe and not read yet is extended once it has been held a
-	// third of the lease. It tells the topic's lease, and is asked only once a message
-	// has been held a while. A handler that extends its own (the supervisor) leaves it
-	// nil; with NoAck nothing is kept.
-	Lease func(context.Context) (time.Duration, error)
+	// Lease is the topic's lease (its visibility timeout, or exec mode's --lease). The
+	// run keeps the lease of every message it holds until it is settled (see keeper):
+	// extended once held a third of it, and lost once no extend was confirmed for a
+	// whole one. 0 means the topic's, asked for from the node (Source.Topic) only once
+	// a message has been held a while. With NoAck nothing is kept.
+	Lease time.Duration
 	// Live, when set, is called once before anything is taken with a view of the
 	// run's counters as they move (see Live). It may be nil.
 	Live func(Live)
@@ -309,8 +310,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Max < 1 || o.Max > MaxBatch {
 		return o, fmt.Errorf("consumer: max %d is outside 1..%d", o.Max, MaxBatch)
 	}
-	if o.Count < 0 || o.Wait < 0 || o.Timeout < 0 || o.Rate < 0 {
-		return o, errors.New("consumer: count, wait and timeout must not be negative")
+	if o.Count < 0 || o.Wait < 0 || o.Timeout < 0 || o.Rate < 0 || o.Lease < 0 {
+		return o, errors.New("consumer: count, wait, timeout and lease must not be negative")
 	}
 	if o.SettleTimeout <= 0 {
 		o.SettleTimeout = 2 * time.Minute
@@ -354,7 +355,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 		o.Live(Live{c: &c, s: s})
 	}
 	stopKeeping := func() {}
-	if o.Lease != nil && !o.NoAck {
+	if !o.NoAck {
 		stopKeeping = s.keep(ctx, o.Lease)
 	}
 

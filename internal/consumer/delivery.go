@@ -60,10 +60,13 @@ type delivery struct {
 	msg     *client.Message // in the consume answer's slice, which it keeps alive
 	s       *settler
 	settled atomic.Bool
-	// Guarded by s.mu: when its lease was taken or last extended (Unix nanoseconds),
-	// and whether an extend found it gone (see keeper), which settles it.
+	// Guarded by s.mu: when its lease was taken or last confirmed extended (Unix
+	// nanoseconds), whether the keeper found it lost (which settles it) and why, and
+	// the channel Lost returns (made on first use, closed once lost).
 	renewed   int64
 	leaseLost bool
+	lostWhy   string
+	lost      chan struct{}
 }
 
 // Message is the delivered message. It must not be modified.
@@ -75,14 +78,22 @@ func (d Delivery) Ack() error { return d.d.s.settle(client.Ack, GiveBack, []*del
 // Nack gives the message back at once, for the reason given.
 func (d Delivery) Nack(why Cause) error { return d.d.s.settle(client.Nack, why, []*delivery{d.d}) }
 
-// LeaseLost settles the delivery locally after a 410 on extend: the message belongs
-// to someone else now, so nothing is sent; it counts lease_lost.
+// LeaseLost settles the delivery locally after a 410 on its holder's own Extend, as
+// the keeper does after one on its: the message belongs to someone else now, so
+// nothing is sent; it counts lease_lost and closes Lost. A delivery the keeper found
+// lost already is no second settlement (ErrAlreadySettled, not counted as a bug).
 func (d Delivery) LeaseLost() error {
-	if !d.d.s.claim(d.d) {
-		return ErrAlreadySettled
+	s := d.d.s
+	if s.lose(d.d, whyGone) {
+		return nil
 	}
-	d.d.s.c.leaseLost.Add(1)
-	return nil
+	s.mu.Lock()
+	lost := d.d.leaseLost
+	s.mu.Unlock()
+	if !lost {
+		s.c.bugs.Add(1)
+	}
+	return ErrAlreadySettled
 }
 
 // Extend renews the lease for a full visibility timeout. It is not a settlement; it
@@ -94,7 +105,6 @@ func (d Delivery) Extend(ctx context.Context) error {
 		return ErrAlreadySettled
 	}
 	s := d.d.s
-	sent := time.Now().UnixNano()
 	res, err := s.src.Settle(ctx, s.topic, client.Extend, []string{d.d.msg.ReceiptHandle})
 	if len(res) == 1 {
 		s.c.retries.Add(int64(res[0].Retries))
@@ -102,7 +112,7 @@ func (d Delivery) Extend(ctx context.Context) error {
 		case 204:
 			// Noted as the keeper notes its own, so that Lease tells the truth and the
 			// keeper does not extend again a third of a lease too soon.
-			s.renewed(d.d, sent)
+			s.renewed(d.d, time.Now().UnixNano())
 			return nil
 		case 410:
 			return ErrLeaseGone
@@ -118,8 +128,8 @@ func (d Delivery) Extend(ctx context.Context) error {
 }
 
 // Lease says when the delivery's lease was taken or last extended (by the run's
-// keeper, or Extend), and whether an extend found it gone (it is settled then). Hold
-// mode counts the lease down from it.
+// keeper, or Extend), and whether it was lost (it is settled then; LostWhy says how).
+// Hold mode counts the lease down from it.
 func (d Delivery) Lease() (renewed time.Time, lost bool) {
 	s := d.d.s
 	s.mu.Lock()
@@ -268,15 +278,6 @@ func (s *settler) wrap(msgs []client.Message) []Delivery {
 	return ds
 }
 
-// claim makes d settled; false means it already was (a bug, counted).
-func (s *settler) claim(d *delivery) bool {
-	if len(s.claimAll([]*delivery{d}, false, false)) == 0 {
-		return false
-	}
-	s.ended(false)
-	return true
-}
-
 // claimAll settles what it can of ds (a delivery settled already is a bug, counted)
 // and returns the ones it claimed. With sending, those count as on their way in the
 // same step, so that the run never looks idle between the two. With acking, they stay
@@ -361,6 +362,9 @@ func (s *settler) requestContext() (context.Context, context.CancelFunc) {
 	}
 }
 
+// settle claims ds, counts the decision, sends it (unless NoAck) and counts the
+// answers. It returns the first error: ErrAlreadySettled for one settled already,
+// ErrLeaseGone for an ack answered 410, else the first failure.
 func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 	var first error
 	sending := !s.noAck
@@ -368,17 +372,7 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 	if len(claimed) < len(ds) {
 		first = ErrAlreadySettled
 	}
-	// The decision is counted whatever the broker answers: a failed command is a
-	// failure even if its nack is lost. (A plain ack's cause is GiveBack: nothing.)
-	n := int64(len(claimed))
-	switch why {
-	case Declined:
-		s.c.declined.Add(n)
-	case Failed:
-		s.c.failed.Add(n)
-	case TimedOut:
-		s.c.timedOut.Add(n)
-	}
+	s.countDecision(why, int64(len(claimed)))
 	if len(claimed) == 0 {
 		return first
 	}
@@ -387,40 +381,73 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 		return first
 	}
 	defer s.ended(true)
-	handles := make([]string, len(claimed))
-	for i, d := range claimed {
+	res, err := s.send(a, claimed)
+	if err := s.countAnswers(a, claimed, res, err); first == nil {
+		first = err
+	}
+	return first
+}
+
+// countDecision counts n settlements for why whatever the broker answers: a failed
+// command is a failure even if its nack is lost. (A plain ack's cause is GiveBack:
+// nothing.)
+func (s *settler) countDecision(why Cause, n int64) {
+	switch why {
+	case Declined:
+		s.c.declined.Add(n)
+	case Failed:
+		s.c.failed.Add(n)
+	case TimedOut:
+		s.c.timedOut.Add(n)
+	}
+}
+
+// send asks the node to settle ds, in as few requests as the client needs; an ack's
+// leases stop being kept once it has its answer (or was given up).
+func (s *settler) send(a client.Action, ds []*delivery) ([]client.SettleResult, error) {
+	handles := make([]string, len(ds))
+	for i, d := range ds {
 		handles[i] = d.msg.ReceiptHandle
 	}
 	ctx, cancel := s.requestContext()
 	defer cancel()
 	res, err := s.src.Settle(ctx, s.topic, a, handles)
 	if a == client.Ack {
-		s.doneAcking(claimed)
+		s.doneAcking(ds)
+	}
+	return res, err
+}
+
+// countAnswers counts the node's answers to a settling ds (err: the request's, when
+// some are missing) and notes those without a final one as unconfirmed. It returns
+// the first error among them.
+func (s *settler) countAnswers(a client.Action, ds []*delivery, res []client.SettleResult, err error) error {
+	var first error
+	fail := func(e error) {
+		s.c.failed.Add(1)
+		s.c.settleFailed.Add(1)
+		if first == nil {
+			first = e
+		}
 	}
 	var lost []Unconfirmed
-	for i, d := range claimed {
+	for i, d := range ds {
+		if i >= len(res) {
+			fail(fmt.Errorf("%s: no result for handle: %w", a, orUnknown(err)))
+		} else {
+			s.c.retries.Add(int64(res[i].Retries))
+		}
 		if i >= len(res) || res[i].Unconfirmed() {
 			// No final answer: it may or may not have landed. Counted, and named so
 			// that it can be sent again by hand.
-			s.c.failed.Add(1)
-			s.c.settleFailed.Add(1)
+			if i < len(res) {
+				fail(resultError(a, res[i]))
+			}
 			lost = append(lost, Unconfirmed{Action: a, Handle: d.msg.ReceiptHandle,
 				Partition: d.msg.Partition, Offset: d.msg.Offset})
-			if first == nil {
-				if i >= len(res) {
-					first = fmt.Errorf("%s: no result for handle: %w", a, orUnknown(err))
-				} else {
-					first = resultError(a, res[i])
-				}
-			}
-			if i < len(res) {
-				s.c.retries.Add(int64(res[i].Retries))
-			}
 			continue
 		}
-		r := res[i]
-		s.c.retries.Add(int64(r.Retries))
-		switch {
+		switch r := res[i]; {
 		case r.Status == 204 && a == client.Ack:
 			s.c.acked.Add(1)
 		case r.Status == 410 && a == client.Ack:
@@ -433,11 +460,7 @@ func (s *settler) settle(a client.Action, why Cause, ds []*delivery) error {
 			// in the queue either way.
 			s.c.nacked.Add(1)
 		default:
-			s.c.failed.Add(1)
-			s.c.settleFailed.Add(1)
-			if first == nil {
-				first = resultError(a, r)
-			}
+			fail(resultError(a, r))
 		}
 	}
 	if len(lost) > 0 {

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,10 @@ func (s *settleLog) Settle(_ context.Context, _ string, a client.Action, hs []st
 		res[i].Status = 204
 	}
 	return res, nil
+}
+
+func (s *settleLog) Topic(context.Context, string) (*client.Topic, error) {
+	return nil, errors.New("no topic info")
 }
 
 func (s *settleLog) handles(a client.Action) []string {

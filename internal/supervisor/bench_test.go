@@ -20,13 +20,13 @@ func BenchmarkExecTrue(b *testing.B) {
 	}
 	src := consumertest.New()
 	src.Add("t", b.N)
-	s, err := supervisor.New(supervisor.Options{Command: []string{"true"}, Concurrency: 4, Lease: 30 * time.Second})
+	s, err := supervisor.New(supervisor.Options{Command: []string{"true"}, Concurrency: 4})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	res, err := consumer.Run(context.Background(), src, s, consumer.Options{Topic: "t", Drain: true})
+	res, err := consumer.Run(context.Background(), src, s, consumer.Options{Topic: "t", Drain: true, Lease: 30 * time.Second})
 	if err != nil || res.Stats.Acked != int64(b.N) {
 		b.Fatal(err, res.Stats)
 	}

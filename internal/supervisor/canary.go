@@ -29,13 +29,12 @@ type Canary struct {
 // for weeks: past it, a uniform sample of them (reservoir sampling).
 const maxSamples = 1 << 16
 
-// NewCanary checks o as New does; the options that settle (the lease, retries,
-// dead-lettering) have no meaning for it and must be unset.
+// NewCanary checks o as New does; the options that settle (retries, dead-lettering)
+// have no meaning for it and must be unset.
 func NewCanary(o Options) (*Canary, error) {
-	if o.MaxAttempts != 0 || o.DeadLetter != "" || o.RetryDelay != 0 || o.Lease != 0 {
-		return nil, errors.New("supervisor: a canary takes nothing: no lease, retries or dead letters")
+	if o.MaxAttempts != 0 || o.DeadLetter != "" || o.RetryDelay != 0 {
+		return nil, errors.New("supervisor: a canary takes nothing: no retries or dead letters")
 	}
-	o.Lease = time.Hour // New wants one; nothing is leased
 	s, err := New(o)
 	if err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ func TestCanaryNote(t *testing.T) {
 	if st.P50 != 3*time.Millisecond || st.P95 != 9*time.Millisecond || st.Max != 9*time.Millisecond {
 		t.Errorf("durations p50 %v p95 %v max %v", st.P50, st.P95, st.Max)
 	}
-	if _, err := NewCanary(Options{Command: []string{"true"}, Lease: time.Second}); err == nil {
-		t.Error("a canary with a lease was accepted")
+	if _, err := NewCanary(Options{Command: []string{"true"}, RetryDelay: time.Second}); err == nil {
+		t.Error("a canary with a retry delay was accepted")
 	}
 }

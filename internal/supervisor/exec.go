@@ -60,43 +60,69 @@ func (c *child) writeError() error {
 // start runs the command for m with stdin as its standard input, in a process group
 // of its own so that stopping it reaches whatever it started.
 func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
-	// Our own pipes rather than exec's copying goroutines: Wait then returns when the
-	// process exits, not when every process holding its output has exited too.
-	inW, inR, err := childPipe(true)
+	p, err := openStdio()
 	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := childPipe(false)
-	if err != nil {
-		closeAll(inR, inW)
-		return nil, err
-	}
-	errR, errW, err := childPipe(false)
-	if err != nil {
-		closeAll(inR, inW, outR, outW)
 		return nil, err
 	}
 	cmd := s.command()
 	cmd.Env = s.envFor(m)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	cmd.SysProcAttr = groupAttr()
 	// Input that fits in an empty pipe is written before the start, so it needs no
 	// goroutine of its own; the read end is open, so the write cannot fail for want
 	// of a reader.
 	early := len(stdin) <= pipeAtomic
 	if early {
-		_, _ = inW.Write(stdin)
-		_ = inW.Close()
+		_, _ = p.inW.Write(stdin)
+		_ = p.inW.Close()
 	}
 	err = cmd.Start()
 	// The child has its own copies; ours would keep the pipes open forever.
-	closeAll(inR, outW, errW)
+	closeAll(p.inR, p.outW, p.errW)
 	if err != nil {
-		closeAll(inW, outR, errR)
+		closeAll(p.inW, p.outR, p.errR)
 		return nil, err
 	}
 	c := &child{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), done: make(chan struct{})}
+	pumps := s.pumpOutput(c, m, p)
+	if !early {
+		go func() {
+			// A command that does not read its input gets EPIPE here, which is its right.
+			_, _ = p.inW.Write(stdin)
+			_ = p.inW.Close()
+		}()
+	}
+	go c.reap(p, pumps)
+	return c, nil
+}
 
+// stdio are a command's three pipes, both ends of each: ours (inW, outR, errR) and
+// the child's.
+type stdio struct{ inR, inW, outR, outW, errR, errW *os.File }
+
+// openStdio opens a command's pipes. Our own pipes rather than exec's copying
+// goroutines: Wait then returns when the process exits, not when every process
+// holding its output has exited too.
+func openStdio() (*stdio, error) {
+	var p stdio
+	var err error
+	if p.inW, p.inR, err = childPipe(true); err != nil {
+		return nil, err
+	}
+	if p.outR, p.outW, err = childPipe(false); err != nil {
+		closeAll(p.inR, p.inW)
+		return nil, err
+	}
+	if p.errR, p.errW, err = childPipe(false); err != nil {
+		closeAll(p.inR, p.inW, p.outR, p.outW)
+		return nil, err
+	}
+	return &p, nil
+}
+
+// pumpOutput passes c's stdout and stderr on, whole lines at a time, and keeps the
+// tail of its stderr when that is wanted; the returned group is done once both ended.
+func (s *Supervisor) pumpOutput(c *child, m *client.Message, p *stdio) *sync.WaitGroup {
 	prefix := ""
 	if s.o.Prefix {
 		prefix = fmt.Sprintf("[p%d @%d] ", m.Partition, m.Offset)
@@ -105,7 +131,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	pumps.Add(2)
 	go func() {
 		defer pumps.Done()
-		s.out.pump(outR, s.out.stdout, prefix, nil, func(err error) {
+		s.out.pump(p.outR, s.out.stdout, prefix, nil, func(err error) {
 			c.mu.Lock()
 			if c.outErr == nil {
 				c.outErr = err
@@ -121,27 +147,23 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	}
 	// narad's own stderr failing is not the command's failure: it has nowhere to be
 	// reported either.
-	go func() { defer pumps.Done(); s.out.pump(errR, s.out.stderr, prefix, errTail, nil) }()
-	if !early {
-		go func() {
-			// A command that does not read its input gets EPIPE here, which is its right.
-			_, _ = inW.Write(stdin)
-			_ = inW.Close()
-		}()
-	}
-	go func() {
-		_ = cmd.Wait()
-		// Whatever the command left running in its group would go on without a lease.
-		_ = signalGroup(c, syscall.SIGKILL)
-		close(c.exited)
-		_ = inW.Close()
-		t := time.AfterFunc(outputDrain, func() { closeAll(outR, errR) })
-		pumps.Wait()
-		t.Stop()
-		closeAll(outR, errR)
-		close(c.done)
-	}()
-	return c, nil
+	go func() { defer pumps.Done(); s.out.pump(p.errR, s.out.stderr, prefix, errTail, nil) }()
+	return &pumps
+}
+
+// reap waits for c to exit, kills what it left in its group, and closes done once its
+// output was read to the end (or outputDrain passed).
+func (c *child) reap(p *stdio, pumps *sync.WaitGroup) {
+	_ = c.cmd.Wait()
+	// Whatever the command left running in its group would go on without a lease.
+	_ = signalGroup(c, syscall.SIGKILL)
+	close(c.exited)
+	_ = p.inW.Close()
+	t := time.AfterFunc(outputDrain, func() { closeAll(p.outR, p.errR) })
+	pumps.Wait()
+	t.Stop()
+	closeAll(p.outR, p.errR)
+	close(c.done)
 }
 
 func closeAll(fs ...*os.File) {

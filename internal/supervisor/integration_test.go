@@ -70,9 +70,8 @@ func TestIntegrationLeaseKeptForACommandLongerThanTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := opts("script")
-	o.Lease = time.Second
 	p := startPoller(t, c)
-	r := runSup(t, context.Background(), c, o, consumer.Options{Count: 1, Wait: time.Second})
+	r := runSup(t, context.Background(), c, o, consumer.Options{Count: 1, Wait: time.Second, Lease: time.Second})
 	select {
 	case at := <-p.got:
 		t.Errorf("a competing consumer got the message at %v while the command ran", at)

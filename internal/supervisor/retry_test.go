@@ -333,10 +333,9 @@ func TestALeaseThatCertainlyRanOutStopsTheCommand(t *testing.T) {
 		return 204
 	}
 	o := opts("log", log, "script")
-	o.Lease = 300 * time.Millisecond
 	stderr := &lockedBuffer{}
 	o.Stderr = stderr
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 300 * time.Millisecond})
 	if got := append(src.Handles(client.Ack), src.Handles(client.Nack)...); len(got) != 0 {
 		t.Errorf("settled %v after the lease ran out", got)
 	}
@@ -360,7 +359,7 @@ func TestDeadLetterOptionsGoTogether(t *testing.T) {
 		{MaxAttempts: 3, DeadLetter: "dlq"}, // no producer
 		{MaxAttempts: -1, DeadLetter: "dlq", Producer: &producer{}},
 	} {
-		o.Command, o.Lease = base.Command, base.Lease
+		o.Command = base.Command
 		if _, err := supervisor.New(o); err == nil {
 			t.Errorf("New accepted %+v", o)
 		}

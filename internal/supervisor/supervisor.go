@@ -1,6 +1,8 @@
 // Package supervisor is exec mode of `narad sub TOPIC -- COMMAND`: a consumer.Handler
-// that runs the command once per message, keeps the message's lease alive while it
-// runs, and turns the way it ended into exactly one settlement. It owns the child
+// that runs the command once per message and turns the way it ended into exactly one
+// settlement. The run's lease keeper (package consumer) keeps every message's lease
+// while its command runs, in batches; a lease it finds lost (Delivery.Lost) stops the
+// command. It owns the child
 // processes: their process groups are stopped (SIGTERM, then SIGKILL) and waited for,
 // so no child outlives the run.
 package supervisor
@@ -33,10 +35,6 @@ type Options struct {
 	// Concurrency is how many commands may run at once (default 1). As many failed
 	// messages again may be held waiting out their retry delay.
 	Concurrency int
-	// Lease is the topic's visibility timeout (or the --lease override); the lease is
-	// extended every Lease/3, and taken as lost once no extend succeeded for Lease.
-	// Required.
-	Lease time.Duration
 	// MaxProcessingTime stops a command that runs longer and nacks its message
 	// (default 5m).
 	MaxProcessingTime time.Duration
@@ -63,8 +61,8 @@ type Options struct {
 	// FormatEnvelope (see Envelope); envelope keeps the end of every command's stderr.
 	DeadLetterFormat string
 	// AckWindow is how long the ack of a finished command waits for the acks of
-	// others to share one request (default 5ms, at most a tenth of Lease); a negative
-	// window acks each on its own.
+	// others to share one request (default 5ms; the run's keeper keeps the lease
+	// meanwhile); a negative window acks each on its own.
 	AckWindow time.Duration
 	// AckExitCodes are exit codes that ack besides 0.
 	AckExitCodes []int
@@ -132,8 +130,6 @@ func New(o Options) (*Supervisor, error) {
 	switch {
 	case len(o.Command) == 0 || o.Command[0] == "":
 		return nil, errors.New("supervisor: no command")
-	case o.Lease <= 0:
-		return nil, errors.New("supervisor: the lease duration is required")
 	case o.Concurrency < 0:
 		return nil, errors.New("supervisor: concurrency must be at least 1")
 	case o.RetryDelay < 0 || o.RetryBackoff < 0 || o.RetryDelayMax < 0:
@@ -153,7 +149,7 @@ func New(o Options) (*Supervisor, error) {
 	o.ShutdownGrace = orDefault(o.ShutdownGrace, 30*time.Second)
 	o.RetryBackoff = orDefault(o.RetryBackoff, time.Second)
 	o.RetryDelayMax = orDefault(o.RetryDelayMax, time.Minute)
-	o.AckWindow = min(orDefault(o.AckWindow, defaultAckWindow), o.Lease/10)
+	o.AckWindow = orDefault(o.AckWindow, defaultAckWindow)
 	if o.Decode == nil {
 		o.Decode = (*client.Message).PayloadBytes
 	}
@@ -356,7 +352,7 @@ type ending int
 const (
 	exited    ending = iota // on its own; see the exit code
 	notRun                  // could not be started
-	leaseLost               // the lease was gone (410) or certainly ran out
+	leaseLost               // the keeper found its lease lost (Delivery.Lost)
 	timedOut                // MaxProcessingTime
 	stopped                 // the shutdown grace ran out, or the hard stop
 )
@@ -381,8 +377,9 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 	if s.tally != nil {
 		defer func() { s.tally.end(keyOf(d.Message()), finished) }()
 	}
-	lease := s.keep(d)
-	defer lease.stop()
+	// The run's keeper extends the lease until the settlement, and closes lost if it
+	// finds it gone or certainly lapsed.
+	lost := d.Lost()
 
 	// Wait for a run slot. Normally one is free at once: the loop asks for no more
 	// than there are. A stop first means the message is given back, not started.
@@ -393,105 +390,132 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 		if !started {
 			<-s.sem
 		}
-	case <-lease.lost:
+	case <-lost:
 	case <-s.stopping:
 	case <-ctx.Done():
 	}
 	if !started {
 		s.update(func() { s.waiting-- })
-		finished = s.giveBack(ctx, d, lease)
+		finished = s.giveBack(ctx, d)
 		return
 	}
 	s.update(func() { s.waiting--; s.running++ })
-	r := s.run(ctx, d.Message(), lease.lost)
+	r := s.run(ctx, d.Message(), lost)
 	<-s.sem
 	if s.o.OnCommand != nil && r.end != notRun {
 		s.o.OnCommand(r.took)
 	}
-	finished = s.settle(ctx, d, lease, r)
+	finished = s.settle(ctx, d, r)
 }
+
+// isLost reports whether the keeper found d's lease lost (and settled it so).
+func isLost(d consumer.Delivery) bool { return chans.Closed(d.Lost()) }
 
 // settle turns a run's result into the delivery's one settlement; a failure may
 // first hold the message (its lease kept) for the retry delay. It says how the message
 // ended for the tally: finished, or given back to be tried again.
-func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *leaseKeeper, r result) finish {
-	m := d.Message()
-	key := keyOf(m)
-	done := func() { s.update(func() { s.running-- }) }
+func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, r result) finish {
 	switch {
-	case r.end == exited && r.outErr != nil && consumer.IsClosedOutput(r.outErr):
-		// Its output went nowhere (the reader of stdout is gone): not handled, so
-		// given back, as print mode gives back a line it could not write.
-		done()
-		lease.stop()
-		_ = d.Nack(consumer.GiveBack)
-		return notFinished
 	case r.end == exited && r.outErr != nil:
-		// Whatever it did, what it wrote was lost (a full disk): never acked.
-		done()
-		lease.stop()
-		s.out.notice(ctx, m, fmt.Sprintf("%s, but its output could not be written (%v): nacked", r.describe(), r.outErr))
-		_ = d.Nack(consumer.Failed)
-		return notFinished
+		return s.outputLost(ctx, d, r)
 	case r.end == exited && s.acks[r.code]:
-		// The work is done: ack even if the lease was lost meanwhile. The node takes
-		// it or answers 410 (ack_gone), and either is better than doing it again.
-		done()
-		s.attempts.forget(key)
-		// The lease is kept until the ack has its answer: an ack retried through a
-		// 502/503 outage must not let the node deliver the message again meanwhile.
+		// The work is done: ack even if the lease was lost meanwhile (the keeper then
+		// settled it already, and nothing is sent). The lease is kept until the ack
+		// has its answer: an ack retried through a 502/503 outage must not let the
+		// node deliver the message again meanwhile.
+		s.ended()
+		s.attempts.forget(keyOf(d.Message()))
 		s.acker.ack(d)
-		lease.stop()
 		return finishedOK
-	case r.end == leaseLost || lease.isLost():
-		done()
-		s.letGo(ctx, d, lease, r)
+	case r.end == leaseLost || isLost(d):
+		s.ended()
+		s.letGo(ctx, d, r)
 		return finishedLost
 	case r.end == stopped:
-		done()
-		lease.stop()
+		s.ended()
 		// Said before the node confirmed it, so as what is being done: a nack that
 		// never gets an answer ends in the paste block of unconfirmed handles.
-		s.out.notice(ctx, m, r.describe()+": giving it back")
+		s.out.notice(ctx, d.Message(), r.describe()+": giving it back")
 		_ = d.Nack(consumer.Declined)
 		return notFinished
 	}
+	return s.failed(ctx, d, r)
+}
 
-	// A failure: a code that does not ack, a command that could not start, or one
-	// that ran too long.
+// ended frees the running command's count (not its slot: see process).
+func (s *Supervisor) ended() { s.update(func() { s.running-- }) }
+
+// outputLost settles a command whose output could not be written (all of it: read
+// r.outErr once done): never acked, whatever it did.
+func (s *Supervisor) outputLost(ctx context.Context, d consumer.Delivery, r result) finish {
+	s.ended()
+	if consumer.IsClosedOutput(r.outErr) {
+		// Its output went nowhere (the reader of stdout is gone): not handled, so
+		// given back, as print mode gives back a line it could not write.
+		_ = d.Nack(consumer.GiveBack)
+		return notFinished
+	}
+	// What it wrote was lost (a full disk).
+	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s, but its output could not be written (%v): nacked", r.describe(), r.outErr))
+	_ = d.Nack(consumer.Failed)
+	return notFinished
+}
+
+// failed settles a failure: a code that does not ack, a command that could not start,
+// or one that ran too long. The last allowed attempt is dead-lettered; any other is
+// nacked, after holding the message for its retry delay.
+func (s *Supervisor) failed(ctx context.Context, d consumer.Delivery, r result) finish {
 	why := consumer.Failed
 	if r.end == timedOut {
 		why = consumer.TimedOut
 	} else {
 		s.failures.Add(1)
 	}
-	n := s.attempts.add(key, time.Now())
-	attempt := fmt.Sprintf("attempt %d", n)
-	if s.o.MaxAttempts > 0 && n <= s.o.MaxAttempts {
-		attempt = fmt.Sprintf("attempt %d of %d", n, s.o.MaxAttempts)
+	f := failure{why: why, n: s.attempts.add(keyOf(d.Message()), time.Now())}
+	f.attempt = fmt.Sprintf("attempt %d", f.n)
+	if s.o.MaxAttempts > 0 && f.n <= s.o.MaxAttempts {
+		f.attempt = fmt.Sprintf("attempt %d of %d", f.n, s.o.MaxAttempts)
 	}
 	verdict := "nacked"
-	if s.o.MaxAttempts > 0 && n >= s.o.MaxAttempts {
-		err := s.deadLetter(ctx, m, n, r)
+	if s.o.MaxAttempts > 0 && f.n >= s.o.MaxAttempts {
+		err := s.deadLetter(ctx, d.Message(), f.n, r)
 		if err == nil {
-			done()
-			if lease.isLost() {
-				// The copy is made but the original may come again (and be copied again).
-				s.letGo(ctx, d, lease, r)
-				return finishedLost
-			}
-			s.attempts.forget(key)
-			s.out.notice(ctx, m, fmt.Sprintf("%s: produced to %s and acked (%s)%s", r.describe(), s.o.DeadLetter, attempt, r.tailText()))
-			// As for an ack above, the lease is kept while this one is retried.
-			_ = d.DeadLettered(why)
-			lease.stop()
-			return finishedOK
+			return s.deadLettered(ctx, d, r, f)
 		}
 		verdict = fmt.Sprintf("cannot produce to %s (%v): nacked", s.o.DeadLetter, err)
 	}
+	return s.retryLater(ctx, d, r, f, verdict)
+}
 
-	hold := s.holdFor(n)
-	if chans.Closed(s.stopping) || ctx.Err() != nil || lease.isLost() {
+// failure is one failed attempt of a message: how its settlement counts it, and which
+// attempt of the message it was (n, and in words for its line on stderr).
+type failure struct {
+	why     consumer.Cause
+	n       int
+	attempt string
+}
+
+// deadLettered acks a message copied to the dead-letter topic after its last attempt.
+func (s *Supervisor) deadLettered(ctx context.Context, d consumer.Delivery, r result, f failure) finish {
+	s.ended()
+	if isLost(d) {
+		// The copy is made but the original may come again (and be copied again).
+		s.letGo(ctx, d, r)
+		return finishedLost
+	}
+	s.attempts.forget(keyOf(d.Message()))
+	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: produced to %s and acked (%s)%s", r.describe(), s.o.DeadLetter, f.attempt, r.tailText()))
+	// As for an ack, the lease is kept while this one is retried.
+	_ = d.DeadLettered(f.why)
+	return finishedOK
+}
+
+// retryLater nacks a message after its failure f; the message is first held, its
+// lease kept, for the retry delay (none at a stop or once the lease is lost). verdict
+// is what is done with it, for its line on stderr.
+func (s *Supervisor) retryLater(ctx context.Context, d consumer.Delivery, r result, f failure, verdict string) finish {
+	hold := s.holdFor(f.n)
+	if chans.Closed(s.stopping) || ctx.Err() != nil || isLost(d) {
 		hold = 0
 	}
 	// A held message keeps its lease but not its run slot: see Slots.
@@ -504,18 +528,16 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 	if hold > 0 {
 		verdict += ", next try in " + shortDuration(hold)
 	}
-	s.out.notice(ctx, m, fmt.Sprintf("%s: %s (%s)%s", r.describe(), verdict, attempt, r.tailText()))
+	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: %s (%s)%s", r.describe(), verdict, f.attempt, r.tailText()))
 	if hold > 0 {
-		s.waitHold(ctx, lease, hold)
+		s.waitHold(ctx, d.Lost(), hold)
 		defer s.update(func() { s.holding-- })
 	}
-	// Extends stop before the settlement, so none can land after it.
-	lease.stop()
-	if lease.isLost() {
-		s.letGo(ctx, d, lease, r)
+	if isLost(d) {
+		s.letGo(ctx, d, r)
 		return finishedLost
 	}
-	_ = d.Nack(why)
+	_ = d.Nack(f.why)
 	if s.o.MaxAttempts > 0 {
 		return notFinished // its next attempts are to come, and at the last it is dead-lettered
 	}
@@ -524,36 +546,33 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, lease *lea
 
 // giveBack settles a delivery that never ran; finished when its lease was lost (the
 // run gives it up), not when it went back.
-func (s *Supervisor) giveBack(ctx context.Context, d consumer.Delivery, lease *leaseKeeper) finish {
-	lease.stop()
-	if lease.isLost() {
-		s.out.notice(ctx, d.Message(), fmt.Sprintf("not started: %s; nothing settled, it may be delivered again", lease.why()))
-		_ = d.LeaseLost()
+func (s *Supervisor) giveBack(ctx context.Context, d consumer.Delivery) finish {
+	if isLost(d) {
+		s.out.notice(ctx, d.Message(), fmt.Sprintf("not started: %s; nothing settled, it may be delivered again", d.LostWhy()))
 		return finishedLost
 	}
 	_ = d.Nack(consumer.GiveBack)
 	return notFinished
 }
 
-// letGo settles nothing for a delivery whose lease is gone: the message may be with
-// another consumer already, and any settlement of ours would be refused (410).
-func (s *Supervisor) letGo(ctx context.Context, d consumer.Delivery, lease *leaseKeeper, r result) {
-	lease.stop()
+// letGo settles nothing for a delivery whose lease is gone: the keeper settled it as
+// lost, since the message may be with another consumer already, and any settlement of
+// ours would be refused (410).
+func (s *Supervisor) letGo(ctx context.Context, d consumer.Delivery, r result) {
 	what := r.describe()
 	if r.end == leaseLost {
 		what = fmt.Sprintf("stopped after %.2fs", r.took.Seconds())
 	}
-	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: %s; nothing settled, it may be delivered again", what, lease.why()))
-	_ = d.LeaseLost()
+	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: %s; nothing settled, it may be delivered again", what, d.LostWhy()))
 }
 
-// waitHold holds the lease for d, or less at a stop or a lost lease.
-func (s *Supervisor) waitHold(ctx context.Context, lease *leaseKeeper, d time.Duration) {
+// waitHold holds the lease for d, or less at a stop or once lost closes.
+func (s *Supervisor) waitHold(ctx context.Context, lost <-chan struct{}, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-lease.lost:
+	case <-lost:
 	case <-s.stopping:
 	case <-ctx.Done():
 	}

@@ -55,7 +55,6 @@ func opts(steps ...string) supervisor.Options {
 	return supervisor.Options{
 		Command:   helperCommand(steps...),
 		Env:       helperEnviron(),
-		Lease:     time.Second,
 		KillGrace: time.Second,
 	}
 }
@@ -75,6 +74,9 @@ func runSup(t *testing.T, ctx context.Context, src consumer.Source, o supervisor
 	}
 	if co.Topic == "" {
 		co.Topic = "t"
+	}
+	if co.Lease == 0 {
+		co.Lease = time.Second
 	}
 	start := time.Now()
 	res, err := consumer.Run(ctx, src, s, co)
@@ -291,8 +293,7 @@ func TestLeaseIsExtendedWhileTheCommandRuns(t *testing.T) {
 	src := consumertest.New()
 	src.Push(msg("slow", "sleep 1500ms"))
 	o := opts("script")
-	o.Lease = 600 * time.Millisecond
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 600 * time.Millisecond})
 	var extends []time.Time
 	var ackAt time.Time
 	for _, s := range src.Settles() {
@@ -317,6 +318,39 @@ func TestLeaseIsExtendedWhileTheCommandRuns(t *testing.T) {
 	}
 }
 
+// TestExtendsOfManyCommandsShareRequests: with many commands running, their leases
+// are extended together, one request for all those due, not one request per command.
+func TestExtendsOfManyCommandsShareRequests(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	src := consumertest.New()
+	for i := range n {
+		src.Push(msg(fmt.Sprintf("m%d", i), "sleep 1500ms"))
+	}
+	o := opts("log", log, "script")
+	o.Concurrency = n
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: n, Lease: 300 * time.Millisecond})
+	if r.Stats.Acked != n || r.Stats.LeaseLost != 0 {
+		t.Fatalf("stats %+v", r.Stats)
+	}
+	requests, handles := 0, 0
+	for _, s := range src.Settles() {
+		if s.Action == client.Extend {
+			requests++
+			handles += len(s.Handles)
+		}
+	}
+	// Every 100ms for 1.5s: some fourteen rounds of twenty handles. One request per
+	// handle would be 280 requests; a round split in two by a loaded machine still
+	// carries ten handles a request.
+	t.Logf("%d extend requests for %d handles", requests, handles)
+	if handles < 2*n || handles < 10*requests {
+		t.Errorf("%d extend requests for %d handles: want the %d commands' leases extended together", requests, handles, n)
+	}
+}
+
 func TestLeaseLostStopsTheCommandAndSettlesNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -331,8 +365,8 @@ func TestLeaseLostStopsTheCommandAndSettlesNothing(t *testing.T) {
 		return 204
 	}
 	o := opts("log", log, "script")
-	o.Lease = 300 * time.Millisecond // first extend at 100ms
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	// First extend at 100ms.
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 300 * time.Millisecond})
 	// The command sleeps 10s: a SIGTERM and no end in its log is the proof that it was
 	// stopped, whatever the machine's load made of the timings.
 	evs := readLog(t, log)
@@ -372,9 +406,8 @@ func TestRetryDelayHoldsTheLease(t *testing.T) {
 	src := consumertest.New()
 	src.Push(msg("fail", "exit 1"))
 	o := opts("log", log, "script")
-	o.Lease = 600 * time.Millisecond
 	o.RetryDelay = 1200 * time.Millisecond
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1})
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 600 * time.Millisecond})
 	ends := eventsOf(readLog(t, log), "end")
 	nacks := src.Settles()
 	var nackAt time.Time
@@ -659,9 +692,9 @@ func TestPrefixedOutputKeepsLinesWhole(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for _, o := range []supervisor.Options{
-		{Lease: time.Second},
-		{Command: []string{"true"}},
-		{Command: []string{"true"}, Lease: time.Second, Concurrency: -1},
+		{},
+		{Command: []string{""}},
+		{Command: []string{"true"}, Concurrency: -1},
 	} {
 		if _, err := supervisor.New(o); err == nil {
 			t.Errorf("New(%+v) accepted", o)
@@ -726,11 +759,12 @@ func TestLeaseIsKeptWhileTheAckIsRetried(t *testing.T) {
 				return 204
 			}
 			o := opts("script")
-			o.Lease = 90 * time.Millisecond
 			var stderr lockedBuffer
 			o.Stderr = &stderr
 			done := make(chan runResult, 1)
-			go func() { done <- runSup(t, context.Background(), src, o, consumer.Options{Count: 1}) }()
+			go func() {
+				done <- runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 90 * time.Millisecond})
+			}()
 			want := 3
 			if extend == 410 {
 				want = 1 // the keeper stops at a 410

@@ -50,6 +50,10 @@ type Source struct {
 	// Single answers as a node older than v3.1 does: one message per consume whatever
 	// max says, in the single-message shape.
 	Single bool
+	// Lease is the visibility timeout Topic tells; 0 makes Topic fail, as a node that
+	// cannot be asked.
+	Lease  time.Duration
+	topics int
 }
 
 // New returns an empty Source.
@@ -152,6 +156,24 @@ func (s *Source) Settle(ctx context.Context, topic string, a client.Action, hand
 		}
 	}
 	return res, nil
+}
+
+// Topic answers topic info with Lease as the visibility timeout, and counts the asking.
+func (s *Source) Topic(ctx context.Context, name string) (*client.Topic, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.topics++
+	if s.Lease <= 0 {
+		return nil, &client.Error{Op: client.OpTopicInfo, Status: 503, Message: "no lease set"}
+	}
+	return &client.Topic{Name: name, VisibilityTimeoutMs: s.Lease.Milliseconds()}, nil
+}
+
+// TopicAsks is how many times Topic was asked.
+func (s *Source) TopicAsks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.topics
 }
 
 // Consumes returns the consumes so far.
