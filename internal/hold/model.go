@@ -29,6 +29,9 @@ type Held interface {
 	LeaseLost() error
 	Extend(ctx context.Context) error
 	Lease() (renewed time.Time, lost bool)
+	// LostWhy says how the keeper lost the lease: a 410, or no extend confirmed for a
+	// whole lease.
+	LostWhy() string
 }
 
 var _ Held = consumer.Delivery{}
@@ -518,7 +521,7 @@ func (m *Model) checkLeases() tea.Cmd {
 			continue
 		}
 		if _, lost := e.h.Lease(); lost {
-			cmds = append(cmds, m.lost(e, "lease lost: an extend found it gone (410), so it may be with another consumer now"))
+			cmds = append(cmds, m.lost(e, e.h.LostWhy()+": it may be with another consumer now"))
 		}
 	}
 	return tea.Batch(cmds...)

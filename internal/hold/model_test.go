@@ -45,6 +45,7 @@ func (f *fakeHeld) DeadLettered(consumer.Cause) error { f.record("deadlettered")
 func (f *fakeHeld) LeaseLost() error                  { f.record("leaselost"); return nil }
 func (f *fakeHeld) Extend(context.Context) error      { f.record("extend"); return f.extErr }
 func (f *fakeHeld) Lease() (time.Time, bool)          { return f.renewed, f.lost }
+func (f *fakeHeld) LostWhy() string                   { return "lease gone (410 on extend)" }
 func (f *fakeHeld) got() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
