@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -50,6 +51,63 @@ func (n *node) wrap(h handler) http.HandlerFunc {
 		h(w, r, i, body)
 	}
 }
+
+// newPipeNode is newNode for a synctest bubble: the node serves in-memory
+// connections (net.Pipe) rather than loopback ones, whose I/O would keep the bubble's
+// clock from moving, and the returned http.Client (for Config.HTTPClient) dials them.
+func newPipeNode(t *testing.T, h handler) (*node, *http.Client) {
+	t.Helper()
+	n := &node{}
+	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	srv := &http.Server{Handler: n.wrap(h)}
+	go srv.Serve(l)
+	tr := &http.Transport{DialContext: l.dial}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		srv.Close()
+	})
+	return n, &http.Client{Transport: tr, CheckRedirect: refuseRedirect}
+}
+
+// pipeListener hands the server one end of each connection a client dials.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
 
 func (n *node) requests() []seen {
 	n.mu.Lock()

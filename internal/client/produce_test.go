@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -87,19 +88,38 @@ func TestProduceNeverRetries4xx(t *testing.T) {
 }
 
 // A node that takes longer than the request timeout is a timeout, retried like a 503.
+// synctest's clock makes the moment exact: the first attempt gives up at the timeout,
+// not when the node would have answered.
 func TestProduceTimeoutRetried(t *testing.T) {
-	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
-		if i == 0 {
-			time.Sleep(200 * time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		n, hc := newPipeNode(t, func(w http.ResponseWriter, r *http.Request, i int, _ []byte) {
+			if i == 0 {
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			w.WriteHeader(202)
+		})
+		var log EventLog
+		c, _ := newClient(t, "http://node.test", func(c *Config) {
+			c.Timeout, c.HTTPClient, c.Hooks = 50*time.Millisecond, hc, []Hook{&log}
+		})
+		r := &request{op: OpProduce, method: "POST", path: "/v1/topics/o/produce", body: []byte("x")}
+		start := time.Now()
+		resp, err := c.bounded(ctxT(t), r)
+		if err != nil || resp.status != 202 || len(n.requests()) != 2 {
+			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(n.requests()))
 		}
-		w.WriteHeader(202)
+		if el := time.Since(start); el != 50*time.Millisecond {
+			t.Errorf("answered after %v, want the first attempt's 50ms timeout and an instant retry", el)
+		}
+		var te *TimeoutError
+		if got := log.Snapshot(); len(got.Errors) != 1 || !errors.As(got.Errors[0].Err, &te) || te.After != 50*time.Millisecond {
+			t.Errorf("events:\n%s", log.String())
+		}
 	})
-	c, _ := newClient(t, n.URL, func(c *Config) { c.Timeout = 50 * time.Millisecond })
-	r := &request{op: OpProduce, method: "POST", path: "/v1/topics/o/produce", body: []byte("x")}
-	resp, err := c.bounded(ctxT(t), r)
-	if err != nil || resp.status != 202 || len(n.requests()) != 2 {
-		t.Errorf("resp %+v, err %v, %d requests", resp, err, len(n.requests()))
-	}
 }
 
 func TestProduceContextCancelled(t *testing.T) {

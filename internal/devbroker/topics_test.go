@@ -170,11 +170,14 @@ func TestDeleteTopic(t *testing.T) {
 }
 
 // Retention drops old messages: they leave partition_stats and replay answers 410.
+// The broker's clock is moved by hand, so "old" is exactly past retention and "new"
+// exactly within it.
 func TestRetention(t *testing.T) {
 	t.Parallel()
-	h := startTopic(t, TopicSpec{RetentionMs: 300})
+	clock := newFakeClock()
+	h := start(t, Config{Now: clock.Now, Topics: []TopicSpec{{Name: "orders", RetentionMs: 300}}})
 	h.mustProduce("orders", "partition=0", "old")
-	time.Sleep(400 * time.Millisecond)
+	clock.Advance(301 * time.Millisecond)
 	h.mustProduce("orders", "partition=0", "new")
 	wantError(t, h.consume("orders", "partition=0&offset=0"), 410, "offset 0 is older than the partition's retention")
 	if m := one(t, h.consume("orders", "partition=0&offset=1")); string(m.Payload) != `"new"` {
