@@ -90,16 +90,8 @@ func bucketOf(us uint64) int {
 	return subCount + (e-1)*halfSub + int(m-halfSub)
 }
 
-// bucketHigh is the largest value in bucket i.
-func bucketHigh(i int) uint64 {
-	if i < subCount {
-		return uint64(i)
-	}
-	j := i - subCount
-	e := j/halfSub + 1
-	m := uint64(j%halfSub + halfSub)
-	return (m+1)<<e - 1
-}
+// bucketHigh is the largest value in bucket i: the next bucket starts right after it.
+func bucketHigh(i int) uint64 { return bucketLow(i+1) - 1 }
 
 // bucketLow is the smallest value in bucket i.
 func bucketLow(i int) uint64 {

@@ -52,6 +52,22 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// ackAll acks handles in one Settle, each of which must be acked (204), and returns
+// the results.
+func ackAll(t *testing.T, ctx context.Context, c *client.Client, topic string, handles []string) []client.SettleResult {
+	t.Helper()
+	res, err := c.Settle(ctx, topic, client.Ack, handles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Status != 204 {
+			t.Errorf("ack: %+v", r)
+		}
+	}
+	return res
+}
+
 // consumeN takes messages in batches until it holds n of them.
 func consumeN(t *testing.T, c *client.Client, topic string, n int) []client.Message {
 	t.Helper()
@@ -115,15 +131,7 @@ func TestBrokerRoundTrip(t *testing.T) {
 		t.Errorf("a binary key came back with encoding %q", got[2].KeyEncoding)
 	}
 
-	res, err := c.Settle(ctx, "orders", client.Ack, hs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Status != 204 {
-			t.Errorf("ack: %+v", r)
-		}
-	}
+	ackAll(t, ctx, c, "orders", hs)
 	if err := c.Ack(ctx, "orders", hs[0]); !client.IsGone(err) ||
 		err.Error() != "ack: 410 receipt handle no longer matches an active reservation" {
 		t.Errorf("second ack: %v", err)
@@ -187,15 +195,8 @@ func TestBrokerAckFaultsRetried(t *testing.T) {
 	}
 	b.FailNextPlain(devbroker.OpAck, 3, http.StatusServiceUnavailable)
 	b.FailNext(devbroker.OpAck, 1, http.StatusBadGateway)
-	res, err := c.Settle(ctx, "orders", client.Ack, hs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	retries := 0
-	for _, r := range res {
-		if r.Status != 204 {
-			t.Errorf("result %+v", r)
-		}
+	for _, r := range ackAll(t, ctx, c, "orders", hs) {
 		retries += r.Retries
 	}
 	if retries < 4 {
@@ -241,15 +242,7 @@ func TestBrokerLegacyNode(t *testing.T) {
 		}
 		hs = append(hs, m.ReceiptHandle)
 	}
-	res, err := c.Settle(ctx, "orders", client.Ack, hs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Status != 204 {
-			t.Errorf("legacy ack: %+v", r)
-		}
-	}
+	ackAll(t, ctx, c, "orders", hs)
 	want := []client.FallbackEvent{{Op: client.OpConsume, Fallback: client.FallbackConsumeSingle},
 		{Op: client.OpAck, Fallback: client.FallbackSettleSingles}}
 	if got := log.Snapshot().Fallbacks; !slices.Equal(got, want) {
@@ -354,15 +347,7 @@ func TestBrokerConcurrentUse(t *testing.T) {
 	for _, m := range consumeN(t, c, "orders", 400) {
 		hs = append(hs, m.ReceiptHandle)
 	}
-	res, err := c.Settle(ctx, "orders", client.Ack, hs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Status != 204 {
-			t.Fatalf("ack: %+v", r)
-		}
-	}
+	ackAll(t, ctx, c, "orders", hs)
 }
 
 func ptr(i int) *int { return &i }

@@ -304,12 +304,9 @@ func (b *Broker) Attach(parent, child string, delay time.Duration) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p, c := b.topics[parent], b.topics[child]
-	switch {
-	case p == nil:
-		return notFoundf("topic %q not found", parent)
-	case c == nil:
-		return notFoundf("topic %q not found", child)
+	p, c, err := b.linkEndsLocked(parent, child)
+	if err != nil {
+		return err
 	}
 	return b.attachLocked(p, c, delay)
 }
@@ -318,12 +315,21 @@ func (b *Broker) Attach(parent, child string, delay time.Duration) error {
 func (b *Broker) Detach(parent, child string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	p, c := b.topics[parent], b.topics[child]
-	switch {
-	case p == nil:
-		return notFoundf("topic %q not found", parent)
-	case c == nil:
-		return notFoundf("topic %q not found", child)
+	p, c, err := b.linkEndsLocked(parent, child)
+	if err != nil {
+		return err
 	}
 	return b.detachLocked(p, c)
+}
+
+// linkEndsLocked finds the two topics of a link, naming the first that does not exist.
+func (b *Broker) linkEndsLocked(parent, child string) (p, c *topic, err error) {
+	p, c = b.topics[parent], b.topics[child]
+	switch {
+	case p == nil:
+		return nil, nil, notFoundf("topic %q not found", parent)
+	case c == nil:
+		return nil, nil, notFoundf("topic %q not found", child)
+	}
+	return p, c, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -284,20 +285,11 @@ func (b *Broker) handleProduce(w http.ResponseWriter, r *http.Request) {
 		}
 		pin = p
 	}
-	tooLarge := fmt.Sprintf("message over %d bytes", MaxMessageBytes)
-	if r.ContentLength > MaxMessageBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+	payload, ok := readLimited(w, r, MaxMessageBytes, "message", http.StatusRequestEntityTooLarge)
+	if !ok {
 		return
 	}
-	payload, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
-	switch {
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "reading the message: "+err.Error())
-		return
-	case len(payload) > MaxMessageBytes:
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
-		return
-	case len(payload) == 0:
+	if len(payload) == 0 {
 		writeError(w, http.StatusBadRequest, "message required")
 		return
 	}
@@ -349,13 +341,8 @@ const maxRequestBody = 1 << 20
 // tooLarge (413 on the topic routes, 400 on the user and attach routes). It answers
 // the request itself and returns false when the body is refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, tooLarge int) bool {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
-		return false
-	}
-	if len(raw) > maxRequestBody {
-		writeError(w, tooLarge, fmt.Sprintf("request body over %d bytes", maxRequestBody))
+	raw, ok := readLimited(w, r, maxRequestBody, "request body", tooLarge)
+	if !ok {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -369,6 +356,28 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, tooLarge int) boo
 		return false
 	}
 	return true
+}
+
+// readLimited reads a request body of at most limit bytes. A longer one (by its
+// Content-Length, or once read) is answered status with "<what> over <limit> bytes",
+// a body that cannot be read 400; it answers every refusal itself and returns false.
+func readLimited(w http.ResponseWriter, r *http.Request, limit int, what string, status int) ([]byte, bool) {
+	tooLarge := fmt.Sprintf("%s over %d bytes", what, limit)
+	if r.ContentLength > int64(limit) {
+		writeError(w, status, tooLarge)
+		return nil, false
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	if err != nil {
+		// "request body" reads as "the body" in this message, as it always has.
+		writeError(w, http.StatusBadRequest, "reading the "+strings.TrimPrefix(what, "request ")+": "+err.Error())
+		return nil, false
+	}
+	if len(raw) > limit {
+		writeError(w, status, tooLarge)
+		return nil, false
+	}
+	return raw, true
 }
 
 // parseExtend reads the extend parameter: absent, empty or "false" is an ack, "true" or
@@ -443,13 +452,8 @@ func (b *Broker) handleBatchAck(w http.ResponseWriter, r *http.Request, t *topic
 		writeError(w, http.StatusBadRequest, "a batch ack needs Content-Type: application/json")
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxAckBodyBytes+1))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
-		return
-	}
-	if len(raw) > MaxAckBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", MaxAckBodyBytes))
+	raw, ok := readLimited(w, r, MaxAckBodyBytes, "body", http.StatusRequestEntityTooLarge)
+	if !ok {
 		return
 	}
 	var body struct {

@@ -55,18 +55,8 @@ func (b *Broker) handleProduceBatch(w http.ResponseWriter, r *http.Request) {
 		badRequest("a batch produce needs Content-Type: application/json")
 		return
 	}
-	tooLarge := fmt.Sprintf("body over %d bytes", MaxProduceBatchBody)
-	if r.ContentLength > MaxProduceBatchBody {
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
-		return
-	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxProduceBatchBody+1))
-	switch {
-	case err != nil:
-		badRequest("reading the body: " + err.Error())
-		return
-	case len(raw) > MaxProduceBatchBody:
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+	raw, ok := readLimited(w, r, MaxProduceBatchBody, "body", http.StatusRequestEntityTooLarge)
+	if !ok {
 		return
 	}
 	msgs, err := decodeProduceBatch(raw)

@@ -89,9 +89,17 @@ func sizeName(size int) string {
 	return fmt.Sprintf("%d B", size)
 }
 
-// pipeRun runs narad sub with args, its stdout a pipe into reader; it returns narad's
-// outcome and stderr and what the reader printed.
-func pipeRun(t *testing.T, b *devbroker.Broker, reader *exec.Cmd, args ...string) (outcome, []byte, []byte, bool) {
+// pipeResult is how a pipe run went: narad's outcome and stderr, what the reader
+// printed, and whether the reader had to be killed.
+type pipeResult struct {
+	o          outcome
+	stderr     []byte
+	readOut    []byte
+	readerHung bool
+}
+
+// pipeRun runs narad sub with args, its stdout a pipe into reader.
+func pipeRun(t *testing.T, b *devbroker.Broker, reader *exec.Cmd, args ...string) pipeResult {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -122,7 +130,38 @@ func pipeRun(t *testing.T, b *devbroker.Broker, reader *exec.Cmd, args ...string
 		readerHung = true
 		<-readerDone
 	}
-	return o, stderr.Bytes(), readOut.Bytes(), readerHung
+	return pipeResult{o, stderr.Bytes(), readOut.Bytes(), readerHung}
+}
+
+// checkEnded records a run of total messages and checks how it ended: the reader
+// (named reader in the failures) and narad both ended, narad with exit 0, and narad
+// left nothing held. It returns the topic's stats at that moment.
+func (p pipeResult) checkEnded(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag, what, reader string, total int) devbroker.TopicStats {
+	t.Helper()
+	r.runs++
+	r.messages += total
+	r.exit(p.o)
+	v.check(!p.readerHung, "%s: %s never ended", what, reader)
+	v.check(!p.o.hung, "%s: narad still running %v after %s exited", what, pipeLimit, reader)
+	v.check(p.o.hung || p.o.code == 0, "%s: exit %s, want 0; stderr: %s", what, p.o.exitName(), tail(p.stderr))
+	st := stats(t, b, tag)
+	r.count("left held at exit", st.InFlight())
+	v.check(st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
+	return st
+}
+
+// ackedOf takes what is left of tag's total messages, and returns how many were
+// acked and which of those the reader got were not.
+func ackedOf(t *testing.T, b *devbroker.Broker, tag string, total int, got []string) (acked int, unacked map[string]bool) {
+	t.Helper()
+	rest := setOf(takeRest(t, b, tag))
+	unacked = map[string]bool{}
+	for _, id := range got {
+		if rest[id] {
+			unacked[id] = true
+		}
+	}
+	return total - len(rest), unacked
 }
 
 // headRun: a backlog bigger than any batch, narad sub --max M -o raw | head -n K.
@@ -131,29 +170,14 @@ func headRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	newTopic(t, b, tag, headLease)
 	fill(t, b, tag, tag, total, size)
 	head := exec.Command("head", "-n", strconv.Itoa(k))
-	o, stderr, shownOut, headHung := pipeRun(t, b, head, "sub", tag, "--max", strconv.Itoa(maxN), "-o", "raw", "--stats=json")
-	r.runs++
-	r.messages += total
-	r.exit(o)
+	p := pipeRun(t, b, head, "sub", tag, "--max", strconv.Itoa(maxN), "-o", "raw", "--stats=json")
 	what := fmt.Sprintf("head -n %d, --max %d, %s", k, maxN, sizeName(size))
-	v.check(!headHung, "%s: head never ended", what)
-	v.check(!o.hung, "%s: narad still running %v after head exited", what, pipeLimit)
-	v.check(o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
-	st := stats(t, b, tag)
-	r.count("left held at exit", st.InFlight())
-	v.check(st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
+	p.checkEnded(t, v, r, b, tag, what, "head", total)
 	waitFor(3*headLease, func() bool { return stats(t, b, tag).InFlight() == 0 })
-	st = stats(t, b, tag)
+	st := stats(t, b, tag)
 
-	shown := idsIn(shownOut)
-	rest := setOf(takeRest(t, b, tag))
-	unacked := map[string]bool{}
-	for _, id := range shown {
-		if rest[id] {
-			unacked[id] = true
-		}
-	}
-	acked := total - len(rest)
+	shown := idsIn(p.readOut)
+	acked, unacked := ackedOf(t, b, tag, total, shown)
 	r.count("shown by head", len(shown))
 	r.count("acked", acked)
 	r.count("lapsed", st.Lapsed())
@@ -176,38 +200,23 @@ func slowRun(t *testing.T, v *verdict, r *row, b *devbroker.Broker, tag string, 
 	fill(t, b, tag, tag, total, size)
 	script := fmt.Sprintf(`i=0; while [ $i -lt %d ] && IFS= read -r l; do printf '%%s\n' "$l"; sleep 0.4; i=$((i+1)); done`, lines)
 	reader := exec.Command("sh", "-c", script)
-	o, stderr, took, readerHung := pipeRun(t, b, reader, "sub", tag, "--max", strconv.Itoa(maxN), "-o", "raw", "--stats=json")
-	r.runs++
-	r.messages += total
-	r.exit(o)
+	p := pipeRun(t, b, reader, "sub", tag, "--max", strconv.Itoa(maxN), "-o", "raw", "--stats=json")
 	what := fmt.Sprintf("while read %d lines, --max %d, %s", lines, maxN, sizeName(size))
-	v.check(!readerHung, "%s: the reader never ended", what)
-	v.check(!o.hung, "%s: narad still running %v after the reader exited", what, pipeLimit)
-	v.check(o.hung || o.code == 0, "%s: exit %s, want 0; stderr: %s", what, o.exitName(), tail(stderr))
-	st := stats(t, b, tag)
-	r.count("left held at exit", st.InFlight())
-	v.check(st.InFlight() == 0, "%s: %d messages still held after narad exited", what, st.InFlight())
+	st := p.checkEnded(t, v, r, b, tag, what, "the reader", total)
 	r.count("lapsed", st.Lapsed())
 	v.check(st.Lapsed() == 0, "%s: %d leases ran out while the reader was slow", what, st.Lapsed())
-	if s, ok := parseStats(stderr); ok {
+	if s, ok := parseStats(p.stderr); ok {
 		r.count("ack_gone", s.AckGone)
 		v.check(s.AckGone == 0 && s.LeaseLost == 0, "%s: narad saw %d acks gone, %d leases lost", what, s.AckGone, s.LeaseLost)
 	}
 	waitFor(3*slowLease, func() bool { return stats(t, b, tag).InFlight() == 0 })
 
-	taken := idsIn(took)
+	taken := idsIn(p.readOut)
 	seen := counted(taken)
 	r.dup += duplicates(seen)
 	v.check(duplicates(seen) == 0, "%s: the reader got %d lines twice", what, duplicates(seen))
 	st = stats(t, b, tag)
-	rest := setOf(takeRest(t, b, tag))
-	unacked := map[string]bool{}
-	for _, id := range taken {
-		if rest[id] {
-			unacked[id] = true
-		}
-	}
-	acked := total - len(rest)
+	acked, unacked := ackedOf(t, b, tag, total, taken)
 	r.count("taken by the reader", len(taken))
 	r.count("acked", acked)
 	v.check(len(taken) == lines, "%s: the reader took %d lines, want %d", what, len(taken), lines)

@@ -203,16 +203,7 @@ func (s *signalSuite) sub(t *testing.T, v *verdict, r *row, tag, format string, 
 	before := b.Requests(devbroker.OpConsume)
 	p := startNarad(t, cmd)
 	awaitRequest(b, devbroker.OpConsume, before)
-	time.Sleep(s.moment(400 * time.Millisecond))
-	sig := s.pickSignal()
-	if signals == 2 {
-		sig = syscall.SIGINT
-	}
-	p.signal(sig)
-	second := time.Now()
-	if signals == 2 {
-		second = s.secondPress(p)
-	}
+	sig, second := s.stop(p, 400*time.Millisecond, signals, nil)
 	o := <-p.done
 	ids = append(ids, tr.stop()...)
 	r.messages += len(ids)
@@ -262,6 +253,26 @@ func (s *signalSuite) secondPress(p *started) time.Time {
 	at := time.Now()
 	p.signal(syscall.SIGINT)
 	return at
+}
+
+// stop sends narad its stop at a random moment within the next within: a random signal,
+// or with presses 2 SIGINT twice (a moment apart, after beforeSecond when set). It
+// returns the first signal and when the last was sent.
+func (s *signalSuite) stop(p *started, within time.Duration, presses int, beforeSecond func()) (syscall.Signal, time.Time) {
+	time.Sleep(s.moment(within))
+	sig := s.pickSignal()
+	if presses == 2 {
+		sig = syscall.SIGINT
+	}
+	p.signal(sig)
+	last := time.Now()
+	if presses == 2 {
+		if beforeSecond != nil {
+			beforeSecond()
+		}
+		last = s.secondPress(p)
+	}
+	return sig, last
 }
 
 // noteSlowest keeps the longest time from the last signal to narad's exit.
@@ -399,19 +410,11 @@ func (s *signalSuite) execTree(t *testing.T, v *verdict, r *row, tag string, sig
 	p := startNarad(t, cmd)
 	// Wait for some commands to have started their jobs, then a random moment more.
 	waitFor(10*time.Second, func() bool { return len(readPids(pids)) >= 3 })
-	time.Sleep(s.moment(300 * time.Millisecond))
-	sig := s.pickSignal()
-	if signals == 2 {
-		sig = syscall.SIGINT
-	}
-	p.signal(sig)
-	last := time.Now()
-	if signals == 2 {
-		// Press again once narad said it is waiting: then the first was surely handled,
-		// however busy the machine.
+	// With two presses, the second once narad said it is waiting: then the first was
+	// surely handled, however busy the machine.
+	sig, last := s.stop(p, 300*time.Millisecond, signals, func() {
 		waitFor(5*time.Second, func() bool { return bytes.Contains(stderr.Bytes(), []byte("again to stop them")) })
-		last = s.secondPress(p)
-	}
+	})
 	o := <-p.done
 	r.messages += len(ids)
 	what := fmt.Sprintf("%s after %v", sig, o.elapsed)
@@ -463,16 +466,7 @@ func (s *signalSuite) produceLines(t *testing.T, v *verdict, r *row, tag string,
 		written <- n
 	}()
 	awaitRequest(b, devbroker.OpProduce, before)
-	time.Sleep(s.moment(500 * time.Millisecond))
-	sig := s.pickSignal()
-	if signals == 2 {
-		sig = syscall.SIGINT
-	}
-	p.signal(sig)
-	last := time.Now()
-	if signals == 2 {
-		last = s.secondPress(p)
-	}
+	sig, last := s.stop(p, 500*time.Millisecond, signals, nil)
 	o := <-p.done
 	if signals == 2 && !o.hung {
 		s.noteSlowest(r, p.start.Add(o.elapsed).Sub(last))
