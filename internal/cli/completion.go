@@ -1,10 +1,38 @@
 package cli
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 )
 
-func newCompletionCmd(f *Factory) *cobra.Command {
+// CompletionOptions is what `narad completion` runs with.
+type CompletionOptions struct {
+	runEnv
+	Shell string
+	// Root is the command tree the script completes.
+	Root *cobra.Command
+}
+
+// completionGen writes the script for shell; nil for a shell narad has none for.
+func completionGen(shell string) func(root *cobra.Command, w io.Writer) error {
+	switch shell {
+	case "bash":
+		return genBashCompletion
+	case "zsh":
+		return func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) }
+	case "fish":
+		return func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) }
+	case "powershell":
+		return func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) }
+	}
+	return nil
+}
+
+func newCompletionCmd(f *Factory) *cobra.Command { return completionCmd(f, completionRun) }
+
+func completionCmd(f *Factory, run func(*CompletionOptions) error) *cobra.Command {
+	opts := &CompletionOptions{}
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
@@ -24,19 +52,16 @@ func newCompletionCmd(f *Factory) *cobra.Command {
 		Args:      exactArgs(1, "one shell: bash, zsh, fish or powershell"),
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root := cmd.Root()
-			out := f.IO.Out
-			switch args[0] {
-			case "bash":
-				return outputDone(genBashCompletion(root, out))
-			case "zsh":
-				return outputDone(root.GenZshCompletion(out))
-			case "fish":
-				return outputDone(root.GenFishCompletion(out, true))
-			case "powershell":
-				return outputDone(root.GenPowerShellCompletionWithDesc(out))
+			opts.Shell, opts.Root = args[0], cmd.Root()
+			var unknown error
+			if completionGen(opts.Shell) == nil {
+				unknown = usageErrorf("unknown shell %q (bash, zsh, fish or powershell)", opts.Shell)
 			}
-			return usageErrorf("unknown shell %q (bash, zsh, fish or powershell)", args[0])
+			return runWith(f, opts, run, unknown)
 		},
 	}
+}
+
+func completionRun(opts *CompletionOptions) error {
+	return outputDone(completionGen(opts.Shell)(opts.Root, opts.IO.Out))
 }

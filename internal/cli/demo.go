@@ -14,11 +14,15 @@ import (
 	"github.com/narad/narad/internal/render"
 )
 
-// demoOptions is empty: the demo takes no flags, and keeps the shape of the others.
-type demoOptions struct{}
+// DemoOptions is what `narad demo` runs with: it takes no flags.
+type DemoOptions struct {
+	runEnv
+}
 
-func newDemoCmd(f *Factory) *cobra.Command {
-	opts := &demoOptions{}
+func newDemoCmd(f *Factory) *cobra.Command { return demoCmd(f, demoRun) }
+
+func demoCmd(f *Factory, run func(*DemoOptions) error) *cobra.Command {
+	opts := &DemoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Show narad at work against an embedded broker",
@@ -28,7 +32,7 @@ func newDemoCmd(f *Factory) *cobra.Command {
 			"  narad demo --color never > tour.txt",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return demoRun(f, opts)
+			return runWith(f, opts, run)
 		},
 	}
 	return cmd
@@ -40,7 +44,7 @@ type demoStep struct {
 	args []string
 }
 
-func demoRun(f *Factory, _ *demoOptions) error {
+func demoRun(opts *DemoOptions) error {
 	b, err := devbroker.Start(devbroker.Config{
 		Addr:   "127.0.0.1:0",
 		Topics: []devbroker.TopicSpec{{Name: "orders", Partitions: 3, VisibilityTimeout: 5 * time.Second}},
@@ -59,8 +63,8 @@ func demoRun(f *Factory, _ *demoOptions) error {
 		return exitWith(ExitFailed, err)
 	}
 
-	st := render.NewStyles(f.IO.Out, f.IO.ColorEnabled())
-	fmt.Fprintf(f.IO.Out, "%s\n\n", st.Header.Render(fmt.Sprintf("narad demo: an embedded broker on %s, topic orders (3 partitions, 5s leases)", b.URL())))
+	st := render.NewStyles(opts.IO.Out, opts.IO.ColorEnabled())
+	fmt.Fprintf(opts.IO.Out, "%s\n\n", st.Header.Render(fmt.Sprintf("narad demo: an embedded broker on %s, topic orders (3 partitions, 5s leases)", b.URL())))
 
 	steps := []demoStep{
 		{"Produce a JSON order, a text message and a binary file, keyed by customer:",
@@ -92,26 +96,26 @@ func demoRun(f *Factory, _ *demoOptions) error {
 
 	for _, s := range steps {
 		if s.say != "" {
-			fmt.Fprintf(f.IO.Out, "%s\n", st.Dim.Render("# "+s.say))
+			fmt.Fprintf(opts.IO.Out, "%s\n", st.Dim.Render("# "+s.say))
 		}
-		fmt.Fprintf(f.IO.Out, "%s\n", st.Success.Render("$ narad "+showArgs(s.args, dir)))
+		fmt.Fprintf(opts.IO.Out, "%s\n", st.Success.Render("$ narad "+showArgs(s.args, dir)))
 		// The demo is a show read top to bottom, so each step's stderr (summaries,
 		// counters) is interleaved with its stdout in order.
-		ios := *f.IO
-		ios.ErrOut = f.IO.Out
+		ios := *opts.IO
+		ios.ErrOut = opts.IO.Out
 		// What goes to ErrOut now lands on stdout: it follows stdout's terminal facts
 		// (`narad demo > file` from a terminal gets no colour codes in the file).
-		ios.SetTTY(f.IO.IsStdinTTY(), f.IO.IsStdoutTTY(), f.IO.IsStdoutTTY())
-		child := &Factory{IO: &ios, Getenv: demoGetenv(f.Getenv), Now: f.Now, Signals: f.Signals}
+		ios.SetTTY(opts.IO.IsStdinTTY(), opts.IO.IsStdoutTTY(), opts.IO.IsStdoutTTY())
+		child := &Factory{IO: &ios, Getenv: demoGetenv(opts.Getenv), Now: opts.Now, Signals: opts.Signals}
 		args := append([]string{"--server", b.URL(), "--config", filepath.Join(dir, "config.yaml")}, s.args...)
 		if code := Run(child, args); code != ExitOK {
 			return exitWith(code, fmt.Errorf("demo step failed: narad %s", strings.Join(s.args, " ")))
 		}
-		fmt.Fprintln(f.IO.Out)
+		fmt.Fprintln(opts.IO.Out)
 	}
-	fmt.Fprintln(f.IO.Out, st.Dim.Render("# Try it yourself: narad dev --topic orders, then narad --help."))
-	fmt.Fprintln(f.IO.Out, st.Dim.Render("# Hold one message at a time and decide, on a terminal: narad sub orders -i"))
-	fmt.Fprintln(f.IO.Out, st.Dim.Render("# (a ack, n nack, s skip, d dead-letter with --dead-letter TOPIC, ? help, q quit)."))
+	fmt.Fprintln(opts.IO.Out, st.Dim.Render("# Try it yourself: narad dev --topic orders, then narad --help."))
+	fmt.Fprintln(opts.IO.Out, st.Dim.Render("# Hold one message at a time and decide, on a terminal: narad sub orders -i"))
+	fmt.Fprintln(opts.IO.Out, st.Dim.Render("# (a ack, n nack, s skip, d dead-letter with --dead-letter TOPIC, ? help, q quit)."))
 	return nil
 }
 

@@ -10,7 +10,15 @@ import (
 	"github.com/narad/narad/internal/devbroker"
 )
 
-type devOptions struct {
+// DevOptions is what `narad dev` runs with: the broker's configuration, checked.
+type DevOptions struct {
+	runEnv
+	Config devbroker.Config
+	Quiet  bool
+}
+
+// devFlags are dev's flags as typed, before they become a devbroker.Config.
+type devFlags struct {
 	addr           string
 	topics         []string
 	visibility     time.Duration
@@ -18,11 +26,13 @@ type devOptions struct {
 	users          []string
 	faults         []string
 	legacy         bool
-	quiet          bool
 }
 
-func newDevCmd(f *Factory) *cobra.Command {
-	opts := &devOptions{}
+func newDevCmd(f *Factory) *cobra.Command { return devCmd(f, devRun) }
+
+func devCmd(f *Factory, run func(*DevOptions) error) *cobra.Command {
+	opts := &DevOptions{}
+	var fl devFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local single-node Narad broker in the foreground",
@@ -39,57 +49,65 @@ func newDevCmd(f *Factory) *cobra.Command {
 			"  narad -s 127.0.0.1:17942 produce orders 'smoke test'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return devRun(f, opts)
+			var err error
+			opts.Config, err = fl.config()
+			return runWith(f, opts, run, err)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&opts.addr, "addr", "127.0.0.1:7942", "address to listen on")
-	fl.StringArrayVar(&opts.topics, "topic", nil, "create a topic at start: NAME[:PARTITIONS], partitions 3..108 (repeatable)")
-	fl.DurationVar(&opts.visibility, "visibility", 30*time.Second, "default visibility timeout (lease) of new topics")
-	fl.DurationVar(&opts.maxConsumeWait, "max-consume-wait", 10*time.Second, "cap on a consume's wait")
-	fl.StringArrayVar(&opts.users, "user", nil, "NAME:PASS:GRANTS, GRANTS a comma list of action:pattern or admin (repeatable; turns auth on; the first user with admin is the root admin)")
-	fl.StringArrayVar(&opts.faults, "fault", nil, "inject faults: ack=503:0.2, consume=503:0.1, extend=410:1, latency=5ms, reset=0.01 (repeatable)")
-	fl.BoolVar(&opts.legacy, "legacy", false, "behave like an older (v3.0) node, to test client fallbacks")
-	fl.BoolVarP(&opts.quiet, "quiet", "q", false, "do not log requests")
+	fs := cmd.Flags()
+	fs.StringVar(&fl.addr, "addr", "127.0.0.1:7942", "address to listen on")
+	fs.StringArrayVar(&fl.topics, "topic", nil, "create a topic at start: NAME[:PARTITIONS], partitions 3..108 (repeatable)")
+	fs.DurationVar(&fl.visibility, "visibility", 30*time.Second, "default visibility timeout (lease) of new topics")
+	fs.DurationVar(&fl.maxConsumeWait, "max-consume-wait", 10*time.Second, "cap on a consume's wait")
+	fs.StringArrayVar(&fl.users, "user", nil, "NAME:PASS:GRANTS, GRANTS a comma list of action:pattern or admin (repeatable; turns auth on; the first user with admin is the root admin)")
+	fs.StringArrayVar(&fl.faults, "fault", nil, "inject faults: ack=503:0.2, consume=503:0.1, extend=410:1, latency=5ms, reset=0.01 (repeatable)")
+	fs.BoolVar(&fl.legacy, "legacy", false, "behave like an older (v3.0) node, to test client fallbacks")
+	fs.BoolVarP(&opts.Quiet, "quiet", "q", false, "do not log requests")
 	return cmd
 }
 
-func devRun(f *Factory, opts *devOptions) error {
-	if opts.visibility <= 0 || opts.maxConsumeWait <= 0 {
-		return usageErrorf("--visibility and --max-consume-wait must be positive")
+// config is the broker's configuration the flags ask for; bad flags are usage errors.
+func (fl *devFlags) config() (devbroker.Config, error) {
+	if fl.visibility <= 0 || fl.maxConsumeWait <= 0 {
+		return devbroker.Config{}, usageErrorf("--visibility and --max-consume-wait must be positive")
 	}
 	cfg := devbroker.Config{
-		Addr:              opts.addr,
-		DefaultVisibility: opts.visibility,
-		MaxConsumeWait:    opts.maxConsumeWait,
-		Legacy:            opts.legacy,
+		Addr:              fl.addr,
+		DefaultVisibility: fl.visibility,
+		MaxConsumeWait:    fl.maxConsumeWait,
+		Legacy:            fl.legacy,
 	}
-	if !opts.quiet {
-		cfg.Log = f.IO.ErrOut
-	}
-	for _, s := range opts.topics {
+	for _, s := range fl.topics {
 		spec, err := devbroker.ParseTopicFlag(s)
 		if err != nil {
 			// The broker's error already names the flag and its value.
-			return usageErrorf("%v (see narad dev --help)", err)
+			return devbroker.Config{}, usageErrorf("%v (see narad dev --help)", err)
 		}
 		cfg.Topics = append(cfg.Topics, spec)
 	}
-	for _, s := range opts.users {
+	for _, s := range fl.users {
 		u, err := devbroker.ParseUser(s)
 		if err != nil {
 			// The broker's error names the flag with the password masked; the value
 			// itself is never echoed back.
-			return usageErrorf("%v (see narad dev --help)", err)
+			return devbroker.Config{}, usageErrorf("%v (see narad dev --help)", err)
 		}
 		cfg.Users = append(cfg.Users, u)
 	}
-	for _, s := range opts.faults {
+	for _, s := range fl.faults {
 		r, err := devbroker.ParseFault(s)
 		if err != nil {
-			return usageErrorf("%v (see narad dev --help)", err)
+			return devbroker.Config{}, usageErrorf("%v (see narad dev --help)", err)
 		}
 		cfg.Faults = append(cfg.Faults, r)
+	}
+	return cfg, nil
+}
+
+func devRun(opts *DevOptions) error {
+	cfg := opts.Config
+	if !opts.Quiet {
+		cfg.Log = opts.IO.ErrOut
 	}
 	// Bad configuration (a non-loopback address without users) is bad input; an
 	// address that cannot be had (a port in use) is a failure.
@@ -113,15 +131,15 @@ func devRun(f *Factory, opts *devOptions) error {
 	if len(names) > 0 {
 		topics = "topics: " + strings.Join(names, ", ")
 	}
-	f.runEnv().notice(fmt.Sprintf("narad dev: listening on %s (Ctrl-C to stop)\n  auth %s; %s", b.URL(), auth, topics))
+	opts.notice(fmt.Sprintf("narad dev: listening on %s (Ctrl-C to stop)\n  auth %s; %s", b.URL(), auth, topics))
 
-	ctx, cancel := f.Context()
+	ctx, cancel := opts.Context()
 	defer cancel()
 	if err := b.Serve(ctx); err != nil {
 		return exitWith(ExitFailed, fmt.Errorf("dev broker: %v", err))
 	}
 	// A server in the foreground stopped by SIGINT/SIGTERM has done its job: exit 0.
-	f.Signals.ClearForCleanStop()
-	fmt.Fprintln(f.IO.ErrOut, "narad dev: stopped")
+	opts.Signals.ClearForCleanStop()
+	fmt.Fprintln(opts.IO.ErrOut, "narad dev: stopped")
 	return nil
 }

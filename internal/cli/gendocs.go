@@ -5,7 +5,6 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,20 +17,25 @@ import (
 // completionFiles are the scripts gen-docs writes under completions/, by the
 // name each shell looks for: bash-completion and fish load by command name, zsh
 // by _name on $fpath.
-var completionFiles = []struct {
-	name string
-	gen  func(root *cobra.Command, w io.Writer) error
-}{
-	{"narad.bash", genBashCompletion},
-	{"_narad", func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) }},
-	{"narad.fish", func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) }},
-	{"narad.ps1", func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) }},
+var completionFiles = []struct{ name, shell string }{
+	{"narad.bash", "bash"}, {"_narad", "zsh"}, {"narad.fish", "fish"}, {"narad.ps1", "powershell"},
 }
 
 // newGenDocsCmd is the hidden command the release and CI use to write what is
 // checked in beside the code: shell completions, man pages and the Markdown
 // command reference, all from the one command tree so they cannot disagree.
-func newGenDocsCmd(f *Factory) *cobra.Command {
+func newGenDocsCmd(f *Factory) *cobra.Command { return genDocsCmd(f, genDocsRun) }
+
+// GenDocsOptions is what the hidden gen-docs command runs with.
+type GenDocsOptions struct {
+	runEnv
+	Dir string
+	// Root is the command tree the files describe.
+	Root *cobra.Command
+}
+
+func genDocsCmd(f *Factory, run func(*GenDocsOptions) error) *cobra.Command {
+	opts := &GenDocsOptions{}
 	return &cobra.Command{
 		Use:    "gen-docs DIR",
 		Short:  "Write completions/, man/ and docs/cli/ under DIR",
@@ -41,13 +45,18 @@ func newGenDocsCmd(f *Factory) *cobra.Command {
 		// Files and directories: the script for directories only needs bash-completion.
 		ValidArgsFunction: cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := genDocs(cmd.Root(), args[0]); err != nil {
-				return exitWith(ExitFailed, fmt.Errorf("gen-docs: %v", unwrapPathError(err)))
-			}
-			fmt.Fprintf(f.IO.ErrOut, "wrote completions/, man/ and docs/cli/ under %s\n", args[0])
-			return nil
+			opts.Dir, opts.Root = args[0], cmd.Root()
+			return runWith(f, opts, run)
 		},
 	}
+}
+
+func genDocsRun(opts *GenDocsOptions) error {
+	if err := genDocs(opts.Root, opts.Dir); err != nil {
+		return exitWith(ExitFailed, fmt.Errorf("gen-docs: %v", unwrapPathError(err)))
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "wrote completions/, man/ and docs/cli/ under %s\n", opts.Dir)
+	return nil
 }
 
 func genDocs(root *cobra.Command, dir string) error {
@@ -66,7 +75,7 @@ func genDocs(root *cobra.Command, dir string) error {
 	}
 	for _, c := range completionFiles {
 		var buf bytes.Buffer
-		if err := c.gen(root, &buf); err != nil {
+		if err := completionGen(c.shell)(root, &buf); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(completions, c.name), buf.Bytes(), 0o644); err != nil {

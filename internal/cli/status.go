@@ -19,6 +19,7 @@ import (
 
 // StatusOptions configure narad status.
 type StatusOptions struct {
+	runEnv
 	Output string
 	// Topics limits the overview to these topics; empty means every topic.
 	Topics []string
@@ -82,7 +83,7 @@ func newStatusCmd(f *Factory) *cobra.Command {
 	return statusCmd(f, statusRun)
 }
 
-func statusCmd(f *Factory, run func(*Factory, *StatusOptions) error) *cobra.Command {
+func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [TOPIC...] [--watch | --wait-empty]",
@@ -121,17 +122,8 @@ func statusCmd(f *Factory, run func(*Factory, *StatusOptions) error) *cobra.Comm
 			"  # in CI, once the workers run:\n" +
 			"  narad status orders --wait-empty --timeout 5m",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			if err := validateTopicNames(args...); err != nil {
-				return err
-			}
 			opts.Topics = args
-			if err := checkStatusFlags(opts, cmd.Flags().Changed); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateTopicNames(args...), checkStatusFlags(opts, cmd.Flags().Changed))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
@@ -173,45 +165,41 @@ func checkStatusFlags(opts *StatusOptions, changed func(string) bool) error {
 // few enough not to look like a flood to the node.
 const statusParallel = 8
 
-func statusRun(f *Factory, opts *StatusOptions) error {
+func statusRun(opts *StatusOptions) error {
 	switch {
 	case opts.Watch:
-		return statusWatch(f, opts)
+		return statusWatch(opts)
 	case opts.WaitEmpty:
-		return statusWaitEmpty(f, opts)
+		return statusWaitEmpty(opts)
 	}
-	c, err := f.Client()
+	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
-	defer cancel()
+	defer done()
 	names := opts.Topics
 	if len(names) == 0 {
 		if names, err = topicNames(ctx, c); err != nil {
-			return f.runEnv().apiFatal(c, err, "")
+			return opts.apiFatal(c, err, "")
 		}
 	}
 	rows, _, merr := readStatus(ctx, c, names)
 
 	if opts.Output == "json" {
-		if rows == nil {
-			rows = []TopicStatus{}
-		}
-		return f.runEnv().printJSON(struct {
+		return opts.printJSON(struct {
 			Topics []TopicStatus `json:"topics"`
-		}{rows})
+		}{nonNil(rows)})
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "no topics (create one with narad topic create NAME)")
+		fmt.Fprintln(opts.IO.ErrOut, "no topics (create one with narad topic create NAME)")
 		return nil
 	}
 	switch {
 	case merr == nil:
 	case client.StatusOf(merr) == http.StatusUnauthorized || client.StatusOf(merr) == http.StatusForbidden:
-		fmt.Fprintln(f.IO.ErrOut, "narad: in flight and lag not shown: this user may not read the node's /metrics")
+		fmt.Fprintln(opts.IO.ErrOut, "narad: in flight and lag not shown: this user may not read the node's /metrics")
 	default:
-		fmt.Fprintf(f.IO.ErrOut, "narad: in flight and lag not shown: %s\n", render.Escape(describeErr(merr)))
+		fmt.Fprintf(opts.IO.ErrOut, "narad: in flight and lag not shown: %s\n", render.Escape(describeErr(merr)))
 	}
 	table := make([][]string, 0, len(rows))
 	failed := 0
@@ -219,7 +207,7 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 		if r.Error != "" {
 			failed++
 			table = append(table, []string{r.Name, "-", "-", "-", "-", "-"})
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s: %s\n", render.Escape(r.Name), render.Escape(r.Error))
+			fmt.Fprintf(opts.IO.ErrOut, "narad: %s: %s\n", render.Escape(r.Name), render.Escape(r.Error))
 			continue
 		}
 		retained := strconv.FormatInt(r.Retained, 10)
@@ -229,7 +217,7 @@ func statusRun(f *Factory, opts *StatusOptions) error {
 		table = append(table, []string{r.Name, strconv.Itoa(r.Partitions), retained, formatBytes(r.SizeBytes),
 			optCount(r.InFlight), optCount(r.Lag)})
 	}
-	if err := f.runEnv().printTable([]string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG"}, table); err != nil {
+	if err := opts.printTable([]string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG"}, table); err != nil {
 		return err
 	}
 	if failed == len(rows) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/term"
 
@@ -12,18 +13,18 @@ import (
 
 // watchTerminal is status --watch on a terminal: the screen redrawn in place (the
 // alternate screen, as top and less use, so the shell's scrollback is left as it
-// was), keys read raw from stdin. Goroutines: the refresh loop (refreshes, sends
+// was), keys read raw from stdin. Goroutines: the refresh loop (refreshEvery: sends
 // each sample), the key reader (sends each key press; it may stay blocked in a read
 // at the end, which the process exit ends) and this one, which owns the view and
 // alone writes to the terminal.
-func watchTerminal(ctx context.Context, f *Factory, opts *StatusOptions, w *watcher, first watchSample) error {
-	out := f.IO.Out
+func watchTerminal(ctx context.Context, opts *StatusOptions, w *watcher, first watchSample) error {
+	out := opts.IO.Out
 	width, height := terminalSize(out)
-	color := f.IO.ColorEnabled()
+	color := opts.IO.ColorEnabled()
 	v := newWatchView(opts.Server, opts.Interval, render.NewStyles(out, color), width, height)
 	v.update(first)
 
-	if in, ok := f.IO.In.(*os.File); ok && f.IO.IsStdinTTY() {
+	if in, ok := opts.IO.In.(*os.File); ok && opts.IO.IsStdinTTY() {
 		if old, err := term.MakeRaw(int(in.Fd())); err == nil {
 			defer func() { _ = term.Restore(int(in.Fd()), old) }()
 		}
@@ -37,31 +38,14 @@ func watchTerminal(ctx context.Context, f *Factory, opts *StatusOptions, w *watc
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	keys := make(chan string, 8)
-	if f.IO.IsStdinTTY() {
-		go readKeys(f.IO.In, keys)
+	if opts.IO.IsStdinTTY() {
+		go readKeys(opts.IO.In, keys)
 	}
 	samples := make(chan watchSample)
 	end := newWatchEnd(opts)
 	more := !end.done() // the first refresh counts
 	if more {
-		go func() {
-			last := first.At
-			for {
-				wait := opts.Interval - f.Now().Sub(last)
-				select {
-				case <-ctx.Done():
-					return
-				case <-opts.timer(max(wait, 0)):
-				}
-				s := w.refresh(ctx)
-				last = s.At
-				select {
-				case samples <- s:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
+		go refreshEvery(ctx, opts, w, first.At, samples)
 	}
 	resized, unwire := resizeSignals()
 	defer unwire()
@@ -100,6 +84,26 @@ func watchTerminal(ctx context.Context, f *Factory, opts *StatusOptions, w *watc
 			if end.done() {
 				more = false
 			}
+		}
+	}
+}
+
+// refreshEvery refreshes every interval after the refresh made at last, and sends
+// each sample, until ctx is done.
+func refreshEvery(ctx context.Context, opts *StatusOptions, w *watcher, last time.Time, samples chan<- watchSample) {
+	for {
+		wait := opts.Interval - opts.Now().Sub(last)
+		select {
+		case <-ctx.Done():
+			return
+		case <-opts.timer(max(wait, 0)):
+		}
+		s := w.refresh(ctx)
+		last = s.At
+		select {
+		case samples <- s:
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -87,14 +87,14 @@ func waitLook(rows []TopicStatus, m *queueMetrics, merr error) (state []waitTopi
 	return out, "", nil
 }
 
-func statusWaitEmpty(f *Factory, opts *StatusOptions) error {
-	c, err := f.Client()
+func statusWaitEmpty(opts *StatusOptions) error {
+	c, err := opts.Client()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
+	ctx, cancel := opts.Context()
 	defer cancel()
-	start := f.Now()
+	start := opts.Now()
 	var timeout <-chan time.Time
 	if opts.Timeout > 0 {
 		timeout = opts.timer(opts.Timeout)
@@ -116,20 +116,20 @@ func statusWaitEmpty(f *Factory, opts *StatusOptions) error {
 			if topic != "" {
 				err = fmt.Errorf("%s: %w", render.Escape(topic), err)
 			}
-			return f.runEnv().apiFatal(c, err, topic)
+			return opts.apiFatal(c, err, topic)
 		case err != nil:
 			lastErr = err
 		default:
 			last, lastErr = state, nil
 			if allEmpty(state) {
-				return waitDone(f, opts, state, f.Now().Sub(start), true)
+				return waitDone(opts, state, opts.Now().Sub(start), true)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return exitWith(ExitFailed, nil)
 		case <-timeout:
-			if err := waitDone(f, opts, last, f.Now().Sub(start), false); err != nil {
+			if err := waitDone(opts, last, opts.Now().Sub(start), false); err != nil {
 				return err
 			}
 			line := fmt.Sprintf("timed out after %s", opts.Timeout)
@@ -162,12 +162,12 @@ func allEmpty(state []waitTopic) bool {
 
 // waitDone reports the end of a wait: the JSON document on stdout with -o json, and
 // on success a line on stderr.
-func waitDone(f *Factory, opts *StatusOptions, state []waitTopic, took time.Duration, empty bool) error {
+func waitDone(opts *StatusOptions, state []waitTopic, took time.Duration, empty bool) error {
 	if opts.Output == "json" {
 		if state == nil {
 			state = []waitTopic{}
 		}
-		if err := f.runEnv().printJSON(waitResult{Empty: empty, WaitedSeconds: took.Round(time.Millisecond).Seconds(), Topics: state}); err != nil {
+		if err := opts.printJSON(waitResult{Empty: empty, WaitedSeconds: took.Round(time.Millisecond).Seconds(), Topics: state}); err != nil {
 			return err
 		}
 	}
@@ -176,7 +176,7 @@ func waitDone(f *Factory, opts *StatusOptions, state []waitTopic, took time.Dura
 		for i, w := range state {
 			names[i] = render.Escape(w.Name)
 		}
-		fmt.Fprintf(f.IO.ErrOut, "nothing ready or in flight on %s (waited %s)\n", strings.Join(names, ", "),
+		fmt.Fprintf(opts.IO.ErrOut, "nothing ready or in flight on %s (waited %s)\n", strings.Join(names, ", "),
 			took.Round(10*time.Millisecond))
 	}
 	return nil

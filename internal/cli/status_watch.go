@@ -178,35 +178,35 @@ func perSecond(before, after int64, dt float64) *float64 {
 	return &v
 }
 
-func statusWatch(f *Factory, opts *StatusOptions) error {
+func statusWatch(opts *StatusOptions) error {
 	// No retries within a refresh: the next refresh is the retry. Retried reads of
 	// 500 topics from a node that went away would hold the screen for a minute and
 	// more before it could say so.
-	c, err := f.clientWith(func(cfg *client.Config) { cfg.Retry.BoundedAttempts = 1 })
+	c, err := opts.ClientWith(func(cfg *client.Config) { cfg.Retry.BoundedAttempts = 1 })
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.Context()
+	ctx, cancel := opts.Context()
 	defer cancel()
 	if opts.Server == "" {
 		opts.Server = c.BaseURL()
 	}
-	w := newWatcher(c, f.Now, opts)
+	w := newWatcher(c, opts.Now, opts)
 	first := w.refresh(ctx)
 	if first.Err != nil {
 		// A node never reached fails fast, as sub does; one that goes away later is
 		// shown as gone and tried again.
-		return f.runEnv().apiFatal(c, first.Err, "")
+		return opts.apiFatal(c, first.Err, "")
 	}
 	var err2 error
-	if opts.Output == "text" && f.IO.IsStdoutTTY() {
-		err2 = watchTerminal(ctx, f, opts, w, first)
+	if opts.Output == "text" && opts.IO.IsStdoutTTY() {
+		err2 = watchTerminal(ctx, opts, w, first)
 	} else {
-		err2 = watchLines(ctx, f, opts, w, first)
+		err2 = watchLines(ctx, opts, w, first)
 	}
-	if f.Signals.Received() == syscall.SIGINT {
+	if opts.Signals.Received() == syscall.SIGINT {
 		// Ctrl-C is how a watch ends: exit 0 (CLI.md), not 130.
-		f.Signals.ClearForCleanStop()
+		opts.Signals.ClearForCleanStop()
 	}
 	return err2
 }
@@ -242,16 +242,16 @@ func newWatchEnd(opts *StatusOptions) *watchEnd {
 
 // watchLines prints each refresh as a whole document: a table (under a line with its
 // time), or one compact JSON object a line.
-func watchLines(ctx context.Context, f *Factory, opts *StatusOptions, w *watcher, s watchSample) error {
+func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSample) error {
 	end := newWatchEnd(opts)
 	for {
-		if err := printWatchSample(f, opts, s); err != nil {
+		if err := printWatchSample(opts, s); err != nil {
 			return jsonDone(err) // a reader gone away has seen enough: exit 0
 		}
 		if end.done() {
 			return nil
 		}
-		wait := opts.Interval - f.Now().Sub(s.At)
+		wait := opts.Interval - opts.Now().Sub(s.At)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -275,7 +275,7 @@ type watchLine struct {
 	MetricsError string        `json:"metrics_error,omitempty"`
 }
 
-func printWatchSample(f *Factory, opts *StatusOptions, s watchSample) error {
+func printWatchSample(opts *StatusOptions, s watchSample) error {
 	if opts.Output == "json" {
 		line := watchLine{Time: s.At.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Topics: s.Rows}
 		if s.Err != nil {
@@ -286,9 +286,9 @@ func printWatchSample(f *Factory, opts *StatusOptions, s watchSample) error {
 		if s.MetricsErr != nil {
 			line.MetricsError = describeErr(s.MetricsErr)
 		}
-		return f.runEnv().writeJSON(f.IO.Out, line)
+		return opts.writeJSON(opts.IO.Out, line)
 	}
-	out := f.IO.Out
+	out := opts.IO.Out
 	if _, err := fmt.Fprintf(out, "at %s (every %s)\n", s.At.Format("15:04:05"), opts.Interval); err != nil {
 		return err
 	}

@@ -152,7 +152,8 @@ func TestWatchRequestsPerRefresh(t *testing.T) {
 			ch <- time.Now() // the interval has passed: nothing sleeps
 			return ch
 		}}
-	if err := statusRun(f, opts); err != nil {
+	opts.runEnv = f.runEnv()
+	if err := statusRun(opts); err != nil {
 		t.Fatalf("watch: %v (%s)", err, errOut)
 	}
 	final := counts{b.Requests("topic_info"), b.Requests("metrics"), b.Requests("list_topics")}
@@ -399,7 +400,8 @@ func TestWatchLinesNodeLostAndBack(t *testing.T) {
 			ch <- clock
 			return ch
 		}}
-	if err := statusRun(f, opts); err != nil {
+	opts.runEnv = f.runEnv()
+	if err := statusRun(opts); err != nil {
 		t.Fatalf("watch: %v (%s)", err, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
