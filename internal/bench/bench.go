@@ -365,5 +365,8 @@ func (h *counter) Handle(ctx context.Context, ds []consumer.Delivery) error {
 // Finish has nothing to wait for: every delivery was acked in Handle.
 func (h *counter) Finish(context.Context, <-chan struct{}) error { return nil }
 
+// Pipelining: the consume phase acks each batch as it is handed over, nothing ahead.
+func (h *counter) Pipelining() consumer.Pipelining { return consumer.Pipelining{} }
+
 // busy is the time from the start to the last ack of a message.
 func (h *counter) busy() time.Duration { return time.Duration(h.lastAck.Load()) }

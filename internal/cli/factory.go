@@ -48,6 +48,9 @@ type Factory struct {
 	requestTimeout time.Duration
 	// export is the compiled --jq of the running command, nil without one (export.go).
 	export *render.JQ
+	// tune is the process's runtime tuning (gc.go), made by Main; nil leaves the
+	// runtime alone (tests run many commands in one process).
+	tune *processTuning
 }
 
 type globalFlags struct {
@@ -95,6 +98,9 @@ type runEnv struct {
 
 	// export is the compiled --jq of the running command, nil without one (export.go).
 	export *render.JQ
+	// tune is the process's runtime tuning (gc.go): a stream's run tells it what it
+	// runs (processTuning.stream). nil leaves the runtime alone.
+	tune *processTuning
 }
 
 // runEnv is what the running command's run function may use (see the type).
@@ -119,6 +125,7 @@ func (f *Factory) runEnv() runEnv {
 		ServerFlag:  f.global.server,
 		ContextFlag: f.global.context,
 		export:      f.export,
+		tune:        f.tune,
 	}
 }
 

@@ -5,54 +5,65 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
 )
 
-var singleFallback = client.FallbackEvent{Op: client.OpConsume, Fallback: client.FallbackConsumeSingle}
+func envOf(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 
-// sub collects at GOGC=50 unless the user chose a GOGC. Not parallel: the setting
-// is the process's.
-func TestStreamGCLeavesTheUsersGOGC(t *testing.T) {
+// A stream collects at GOGC=50 unless the user chose a GOGC, and at GOGC=200 once the
+// node answers one message per consume. Not parallel: the setting is the process's.
+func TestStreamTuningLeavesTheUsersGOGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	streamGC(func(string) string { return "200" }).OnFallback(singleFallback)
+	newProcessTuning(envOf(map[string]string{"GOGC": "200"})).stream(consumer.Pipelining{})()
 	if p := debug.SetGCPercent(100); p != 100 {
 		t.Errorf("with GOGC set, the collector runs at %d%%, want it left alone", p)
 	}
-	tuning := streamGC(func(string) string { return "" })
+	single := newProcessTuning(envOf(nil)).stream(consumer.Pipelining{})
 	if p := debug.SetGCPercent(50); p != 50 {
 		t.Errorf("without GOGC, the collector runs at %d%%, want 50", p)
 	}
 	// A node that answers one message per consume gets more headroom than the default.
-	var _ client.HookFallback = tuning
-	tuning.OnFallback(singleFallback)
+	single()
 	if p := debug.SetGCPercent(100); p != singleMessageGC {
-		t.Errorf("after the single-message fallback, the collector runs at %d%%, want %d", p, singleMessageGC)
+		t.Errorf("once the node answers one message per consume, the collector runs at %d%%, want %d", p, singleMessageGC)
 	}
 }
 
-// A printing stream runs on one P unless the user chose GOMAXPROCS, and gets its Ps
-// back when the node answers one message per consume.
-func TestStreamProcs(t *testing.T) {
+// A stream whose handler asks for one P runs on one unless the user chose GOMAXPROCS,
+// and gets its Ps back when the node answers one message per consume; one that does
+// not ask keeps them.
+func TestStreamTuningProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	runtime.GOMAXPROCS(4)
-	users := streamGC(func(string) string { return "3" })
-	users.streamProcs(func(string) string { return "3" })
-	users.OnFallback(singleFallback)
+	newProcessTuning(envOf(map[string]string{"GOMAXPROCS": "3"})).stream(consumer.Pipelining{OneP: true})()
 	if n := runtime.GOMAXPROCS(0); n != 4 {
 		t.Errorf("with GOMAXPROCS set, %d Ps, want them left alone", n)
 	}
-	tuning := streamGC(func(string) string { return "" })
-	tuning.streamProcs(func(string) string { return "" })
+	newProcessTuning(envOf(nil)).stream(consumer.Pipelining{})
+	if n := runtime.GOMAXPROCS(0); n != 4 {
+		t.Errorf("for a handler that keeps every P, %d Ps, want 4", n)
+	}
+	single := newProcessTuning(envOf(nil)).stream(consumer.Pipelining{OneP: true})
 	if n := runtime.GOMAXPROCS(0); n != 1 {
 		t.Errorf("without GOMAXPROCS, %d Ps, want 1", n)
 	}
-	tuning.OnFallback(client.FallbackEvent{Op: client.OpAck, Fallback: client.FallbackSettleSingles})
-	if n := runtime.GOMAXPROCS(0); n != 1 {
-		t.Errorf("after another fallback, %d Ps, want 1", n)
-	}
-	tuning.OnFallback(singleFallback)
+	single()
 	if n := runtime.GOMAXPROCS(0); n != 4 {
-		t.Errorf("after the single-message consume fallback, %d Ps, want the 4 back", n)
+		t.Errorf("once the node answers one message per consume, %d Ps, want the 4 back", n)
+	}
+}
+
+// A Factory without a tuning (every test's) leaves the runtime alone.
+func TestNoTuningLeavesTheRuntimeAlone(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	runtime.GOMAXPROCS(4)
+	var tune *processTuning
+	if single := tune.stream(consumer.Pipelining{OneP: true}); single != nil {
+		t.Error("a nil tuning returned something to call")
+	}
+	if n, p := runtime.GOMAXPROCS(0), debug.SetGCPercent(100); n != 4 || p != 100 {
+		t.Errorf("%d Ps and GOGC=%d, want 4 and 100", n, p)
 	}
 }

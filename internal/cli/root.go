@@ -25,7 +25,8 @@ func Main(args []string) int {
 	ios := iostreams.System()
 	sigs := ProcessSignals()
 	defer sigs.Close()
-	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs, ReadSecret: terminalSecret(ios.ErrOut, sigs.Soft)}
+	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs, ReadSecret: terminalSecret(ios.ErrOut, sigs.Soft),
+		tune: newProcessTuning(os.Getenv)}
 	return Run(f, args)
 }
 

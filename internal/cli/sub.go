@@ -352,7 +352,10 @@ func subRun(f *Factory, opts *SubOptions) error {
 	if opts.Interactive {
 		return holdRun(f, opts)
 	}
-	tuning := streamGC(f.Getenv)
+	if opts.Peek {
+		// Replay reads: a stream all the same, without the consume loop.
+		f.tune.stream(consumer.Pipelining{})
+	}
 	if opts.Peek && opts.Command != nil {
 		return canaryRun(f, opts)
 	}
@@ -372,7 +375,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 		return err
 	}
 	defer m.close()
-	c, err := f.Client(append(m.hooks(), tuning)...)
+	c, err := f.Client(m.hooks()...)
 	if err != nil {
 		return err
 	}
@@ -409,11 +412,6 @@ func subRun(f *Factory, opts *SubOptions) error {
 	if opts.Command == nil {
 		p := consumer.NewPrinter(f.IO.Out, r)
 		p.ShutdownGrace(opts.ShutdownGrace)
-		if !p.AcksWhenRead() {
-			// A pipe's writer waits in poll for the reader after every line: on one P
-			// that wait held up the consumes and acks behind it.
-			tuning.streamProcs(f.Getenv)
-		}
 		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
 		// leases: co.Lease 0, the run asks topic info for it only when one waits a while.
 		h = p
@@ -432,6 +430,7 @@ func subRun(f *Factory, opts *SubOptions) error {
 		announceExec(f, c, opts)
 		defer announceStop(f, sup)()
 	}
+	co.OnSingle = f.tune.stream(h.Pipelining())
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
 	printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	writeRunLeftovers(f, opts.Topic, res)

@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,42 +53,14 @@ type Handler interface {
 	// is then given back at once and running work gets its grace. ctx's cancellation
 	// is the hard stop.
 	Finish(ctx context.Context, stopping <-chan struct{}) error
+	// Pipelining is the handler's part in the run's pipelining (pipelining.go),
+	// asked for once, before anything is taken.
+	Pipelining() Pipelining
 }
 
 // ErrStopped is a handler giving up work because the run is stopping (it was told
 // through StopOn): the stop's own reason stands.
 var ErrStopped = errors.New("stopped")
-
-// stopAware is a Handler whose Handle can block on something other than the network
-// (a write to a reader that stopped reading): Run tells it when the run is stopping.
-type stopAware interface {
-	StopOn(stopping <-chan struct{})
-}
-
-// outputWatcher is a Handler whose output can go away while the loop waits for
-// messages (a pipe whose reader exited): the run then ends as StopOutputClosed at once.
-type outputWatcher interface {
-	OutputGone() <-chan struct{}
-}
-
-// MessageCounter is a Handler that counts Options.Count itself, in messages finished
-// rather than deliveries taken (exec mode: a message that fails and comes back is one
-// message, however many attempts it takes). The loop then stops once Count are
-// finished and never takes more than Count less those finished and those in hand.
-type MessageCounter interface {
-	// Counted says where the count stands, with a channel closed at its next change;
-	// ok is false when the handler does not count (the loop counts deliveries then).
-	Counted() (c MessageCount, changed <-chan struct{}, ok bool)
-}
-
-// MessageCount is a MessageCounter's count.
-type MessageCount struct {
-	// Finished is the distinct messages finished; Failed is those of them that the
-	// handler gave up for good as failures.
-	Finished, Failed int
-	// InHand is the distinct messages held and not finished.
-	InHand int
-}
 
 // ErrOutputClosed is a handler's output going away (EPIPE from `| head`): the run
 // ends, and that is not a failure.
@@ -154,6 +125,10 @@ type Options struct {
 	// it answers again. Either may be nil.
 	OnNodeLost func(err error)
 	OnNodeBack func()
+	// OnSingle is called (from the loop) once the node turns out to answer one
+	// message per consume (older than v3.1), after the handler's own
+	// Pipelining.OnSingle. It may be nil.
+	OnSingle func()
 	// OnSurplus is called (from a sender) when a consume that asked for asked messages
 	// got more; those over were given back at once. It may be nil.
 	OnSurplus func(asked, got int)
@@ -254,7 +229,7 @@ type Result struct {
 	// CountUnmet is Count > 0 with fewer than Count messages taken and not given back
 	// (finished, when the handler counts: see Counted).
 	CountUnmet bool
-	// Counted says that the handler counted Count itself (MessageCounter); Finished
+	// Counted says that the handler counted Count itself (Pipelining.Counted); Finished
 	// is how many messages it finished, FinishedFailed how many of those failed.
 	Counted                  bool
 	Finished, FinishedFailed int64
@@ -358,81 +333,27 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	if !o.NoAck {
 		stopKeeping = s.keep(ctx, o.Lease)
 	}
+	pl := h.Pipelining()
 
 	// take is the context of waiting to take messages (for slots, between polls):
 	// cancelled by any stop. A consume request itself is not (see taker.consume).
 	take, cancelTake := context.WithCancel(ctx)
 	defer cancelTake()
-	stopping := make(chan struct{})
-	var stopOnce sync.Once
-	var early atomic.Int32 // the Reason of an early stop, set before stopping closes
-	stop := func(why Reason) {
-		stopOnce.Do(func() {
-			early.Store(int32(why))
-			close(stopping)
-			cancelTake()
-		})
+	w := newStopWatch(ctx, o, cancelTake)
+	if pl.StopOn != nil {
+		pl.StopOn(w.stopping)
 	}
-	if sa, ok := h.(stopAware); ok {
-		sa.StopOn(stopping)
-	}
-	var outputGone <-chan struct{}
-	if ow, ok := h.(outputWatcher); ok {
-		outputGone = ow.OutputGone()
-	}
-	var soft atomic.Bool
-	watchDone := make(chan struct{})
-	watchExited := make(chan struct{})
-	go func() {
-		defer close(watchExited)
-		var timeout <-chan time.Time
-		if o.Timeout > 0 {
-			t := time.NewTimer(o.Timeout)
-			defer t.Stop()
-			timeout = t.C
-		}
-		softStop := o.Stop
-		for {
-			select {
-			case <-softStop:
-				soft.Store(true)
-				stop(StopInterrupted)
-				softStop = nil
-			case <-timeout:
-				stop(StopTimeout)
-				timeout = nil
-			case <-outputGone:
-				stop(StopOutputClosed)
-				outputGone = nil
-			case <-ctx.Done():
-				stop(StopInterrupted)
-				return
-			case <-watchDone:
-				return
-			}
-		}
-	}()
+	go w.watch(pl.OutputGone)
 
-	t := &taker{ctx: ctx, take: take, stopping: stopping, src: src, h: h, s: s, c: &c, o: o}
+	t := &taker{ctx: ctx, take: take, stopping: w.stopping, src: src, h: h, pl: pl, s: s, c: &c, o: o}
 	reason, fatal := t.run()
-	switch {
-	case fatal != nil:
-		reason = StopFailed
-		stop(StopFailed)
-	case reason == StopOutputClosed, reason == StopInterrupted:
-		stop(reason)
-	case reason == 0:
-		// The loop saw its context end: the stop's own reason says why.
-		stop(StopInterrupted) // no-op unless ctx itself ended
-		reason = Reason(early.Load())
-	}
+	reason = w.stopFor(reason, fatal)
 	t.collect()
-	if err := h.Finish(ctx, stopping); err != nil && fatal == nil {
+	if err := h.Finish(ctx, w.stopping); err != nil && fatal == nil {
 		fatal, reason = err, StopFailed
 	}
-	close(watchDone)
-	<-watchExited
-	if reason == StopCount && Reason(early.Load()) == StopTimeout {
+	w.end()
+	if reason == StopCount && w.reason() == StopTimeout {
 		// Count messages were taken, but the timeout came while they were still being
 		// handled (lines waiting for a pipe's reader) and gave some back.
 		reason = StopTimeout
@@ -443,9 +364,101 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	if left := s.unsettled(); len(left) > 0 {
 		_ = NackAll(left, GiveBack)
 	}
-	if reason != StopFailed && (soft.Load() || chans.Closed(o.Stop) || ctx.Err() != nil) {
+	if reason != StopFailed && (w.soft.Load() || chans.Closed(o.Stop) || ctx.Err() != nil) {
 		reason = StopInterrupted
 	}
+	return t.result(reason), fatal
+}
+
+// stopWatch is the run's watcher goroutine and the early stop it owns: the soft stop
+// (Options.Stop), Timeout, the handler's output going away and the hard stop each
+// close stopping (once, with the reason) and cancel the loop's waiting.
+type stopWatch struct {
+	ctx      context.Context
+	o        Options
+	stopping chan struct{}
+	once     sync.Once
+	cancel   context.CancelFunc // the loop's take
+	early    atomic.Int32       // the Reason of an early stop, set before stopping closes
+	soft     atomic.Bool        // the soft stop came
+	done     chan struct{}      // the run tells the watcher to end
+	exited   chan struct{}      // the watcher ended
+}
+
+func newStopWatch(ctx context.Context, o Options, cancelTake context.CancelFunc) *stopWatch {
+	return &stopWatch{ctx: ctx, o: o, stopping: make(chan struct{}), cancel: cancelTake,
+		done: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// stop is the early stop, for why; only the first one counts.
+func (w *stopWatch) stop(why Reason) {
+	w.once.Do(func() {
+		w.early.Store(int32(why))
+		close(w.stopping)
+		w.cancel()
+	})
+}
+
+// reason is the early stop's reason; 0 when there was none.
+func (w *stopWatch) reason() Reason { return Reason(w.early.Load()) }
+
+// watch waits for a stop until end.
+func (w *stopWatch) watch(outputGone <-chan struct{}) {
+	defer close(w.exited)
+	var timeout <-chan time.Time
+	if w.o.Timeout > 0 {
+		t := time.NewTimer(w.o.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	softStop := w.o.Stop
+	for {
+		select {
+		case <-softStop:
+			w.soft.Store(true)
+			w.stop(StopInterrupted)
+			softStop = nil
+		case <-timeout:
+			w.stop(StopTimeout)
+			timeout = nil
+		case <-outputGone:
+			w.stop(StopOutputClosed)
+			outputGone = nil
+		case <-w.ctx.Done():
+			w.stop(StopInterrupted)
+			return
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// stopFor makes the end of the loop a stop, so that the handler's Finish knows it:
+// it returns the run's reason so far.
+func (w *stopWatch) stopFor(reason Reason, fatal error) Reason {
+	switch {
+	case fatal != nil:
+		w.stop(StopFailed)
+		return StopFailed
+	case reason == StopOutputClosed, reason == StopInterrupted:
+		w.stop(reason)
+	case reason == 0:
+		// The loop saw its context end: the stop's own reason says why.
+		w.stop(StopInterrupted) // no-op unless ctx itself ended
+		return w.reason()
+	}
+	return reason
+}
+
+// end ends the watcher and waits for it.
+func (w *stopWatch) end() {
+	close(w.done)
+	<-w.exited
+}
+
+// result is the run's Result once it ended for reason.
+func (t *taker) result(reason Reason) Result {
+	o, s, c := t.o, t.s, t.c
 	st := c.snapshot()
 	res := Result{
 		Reason:       reason,
@@ -456,42 +469,13 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 		AnswerLost:   t.answerLost,
 		SettleFailed: c.settleFailed.Load(),
 	}
-	if mc, ok := h.(MessageCounter); ok && o.Count > 0 {
-		if n, _, ok := mc.Counted(); ok {
-			res.Counted, res.Finished, res.FinishedFailed = true, int64(n.Finished), int64(n.Failed)
-			res.CountUnmet = n.Finished < o.Count
-		}
+	if t.pl.Counted != nil && o.Count > 0 {
+		n, _ := t.pl.Counted()
+		res.Counted, res.Finished, res.FinishedFailed = true, int64(n.Finished), int64(n.Failed)
+		res.CountUnmet = n.Finished < o.Count
 	}
-	return res, fatal
+	return res
 }
-
-// batchAhead is how many consumes are kept on their way while a batch is handed over,
-// for a node that answers batches: with one, the node idled while each answer was
-// read, decoded and handed on before the next consume could follow it.
-const batchAhead = 2
-
-// legacyParallel is how many consumes are kept on their way at once when the node
-// answers one message per consume (older than v3.1), and how many acks (see Printer's
-// oneByOne): each answer is one message, so round trips run side by side rather than
-// one after another, as that many loops of consume and ack would (docs/performance.md
-// has the figures that chose twelve). --count bounds them (each asks for one), and the
-// node's own in-flight cap answers the rest empty.
-const legacyParallel = 12
-
-// aheadTaker is a Handler that can take the next batch while it handles one (the
-// Printer): the loop then sends the next consume before it hands a batch over, so the
-// node leases the next batch while this one is written and acked.
-type aheadTaker interface {
-	// Ahead is how many messages it could take now without waiting, counting those
-	// handed over that it still holds but not the batch about to be handed over; 0 or
-	// less means none until Slots says so.
-	Ahead() int
-}
-
-// oneByOneTaker is a Handler that settles differently once it knows the node
-// answers one message per consume, and so settles one handle per request (the
-// Printer: see its oneByOne).
-type oneByOneTaker interface{ OneByOne() }
 
 // taker is the loop that takes messages and hands them over.
 type taker struct {
@@ -499,6 +483,7 @@ type taker struct {
 	stopping   <-chan struct{} // closed by any stop
 	src        Source
 	h          Handler
+	pl         Pipelining // h's, asked once
 	s          *settler
 	c          *counters
 	o          Options
@@ -506,15 +491,18 @@ type taker struct {
 	lost       error // the connection error while the node is gone
 	undecodable
 
-	orders  chan *call    // consumes to send, taken by the senders
-	results chan *call    // consumes that came back
-	senders int           // goroutines sending consumes, each one at a time
-	out     int           // consumes on their way
-	asked   int           // messages they asked for
-	single  bool          // the node answers one message per consume
-	wait    time.Duration // what each consume asks the node to wait for messages
-	aside   *call         // a consume that came back, for the loop's next turn
-	rate    *takeRate     // nil: no --rate
+	orders   chan *call    // consumes to send, taken by the senders
+	results  chan *call    // consumes that came back
+	senders  int           // goroutines sending consumes, each one at a time
+	out      int           // consumes on their way
+	asked    int           // messages they asked for
+	received int           // messages taken and handed over
+	reached  bool          // the node answered once
+	backoff  time.Duration // the next pause while the node is lost
+	single   bool          // the node answers one message per consume
+	wait     time.Duration // what each consume asks the node to wait for messages
+	aside    *call         // a consume that came back, for the loop's next turn
+	rate     *takeRate     // nil: no --rate
 }
 
 // call is one consume on its way.
@@ -542,8 +530,8 @@ func (t *taker) run() (Reason, error) {
 	if t.o.Drain {
 		t.wait = 0
 	}
-	t.orders = make(chan *call, max(legacyParallel, batchAhead)+1)
-	t.results = make(chan *call, max(legacyParallel, batchAhead)+1)
+	t.orders = make(chan *call, onTheirWay+1)
+	t.results = make(chan *call, onTheirWay+1)
 	defer close(t.orders) // the senders end; collect has taken every answer by then
 	reason, err := t.loop()
 	if reason == 0 && err == nil && t.lost != nil && !chans.Closed(t.o.Stop) && t.ctx.Err() == nil {
@@ -552,223 +540,208 @@ func (t *taker) run() (Reason, error) {
 	return reason, err
 }
 
+// verdict is what a piece of the loop's turn decided.
+type verdict int
+
+const (
+	goOn     verdict = iota // carry on with this turn
+	nextTurn                // start the next turn
+	endLoop                 // the loop ends, with the reason and error given
+)
+
+// loop takes turns until one ends it: each turn makes sure a consume is on its way,
+// waits for the next answer and hands over what it brought.
 func (t *taker) loop() (Reason, error) {
-	o := t.o
-	received := 0
-	reached := false
-	var backoff time.Duration // the next pause while the node is lost
 	for {
-		if o.Count > 0 {
-			need, changed := t.need(received)
-			if need <= 0 && changed == nil {
-				return StopCount, nil
-			}
-			if need <= 0 && t.out == 0 {
-				// Every message still needed is in hand: wait for one to finish, or to
-				// go back and be needed again.
-				select {
-				case <-changed:
-					continue
-				case <-t.take.Done():
-					return 0, nil
-				}
-			}
-		}
-		// The watcher may not have seen a stop that came before this turn yet; a stop
-		// must mean nothing more is taken, so look here too.
-		if chans.Closed(o.Stop) {
-			return StopInterrupted, nil
-		}
-		if t.take.Err() != nil {
-			return 0, nil
-		}
-		if t.out == 0 {
-			free, err := t.h.Slots(t.take)
-			if err != nil {
-				if t.take.Err() != nil {
-					return 0, nil
-				}
-				return 0, err
-			}
-			n := min(o.Max, max(free, 1))
-			if o.Count > 0 {
-				need, _ := t.need(received)
-				if need <= 0 {
-					continue // it changed while Slots waited
-				}
-				n = min(n, need)
-			}
-			if t.rate != nil {
-				if n, err = t.rate.wait(t.take, n); err != nil {
-					return 0, nil
-				}
-			}
-			t.send(n)
-		}
-		c := t.next()
-		res, err := c.res, c.err
-		switch {
-		case err == nil:
-		case errors.Is(err, client.ErrAnswerLost):
-			t.answerLost = true
-			return 0, nil
-		case reached && client.IsUnreachable(err):
-			// A node that answered before is restarting or briefly gone: wait it out
-			// (until a stop) rather than end a long-running consumer.
-			first := t.lost == nil
-			t.lost = err
-			if t.take.Err() != nil {
-				return 0, nil
-			}
-			if first {
-				backoff = min(firstReconnect, o.ReconnectMax)
-				if o.OnNodeLost != nil {
-					o.OnNodeLost(err)
-				}
-			}
-			if t.out > 0 {
-				continue // the others come back the same way; one pause is enough
-			}
-			if !pause(t.take, backoff) {
-				return 0, nil
-			}
-			backoff = min(2*backoff, o.ReconnectMax)
-			continue
-		case !reached && client.IsUnreachable(err):
-			// A node never reached fails the run, also when --timeout or a stop ended
-			// the retries: the user's address is wrong or the node is down.
-			return 0, err
-		case t.take.Err() != nil, errors.Is(err, client.ErrStopped):
-			return 0, nil
-		default:
-			return 0, err
-		}
-		reached = true
-		if t.lost != nil {
-			t.lost = nil
-			if o.OnNodeBack != nil {
-				o.OnNodeBack()
-			}
-		}
-		if res == nil || len(res.Messages) == 0 {
-			if t.out > 0 {
-				// Others are on their way: their answers say more. No new consume is
-				// sent after an empty answer until one brings messages.
-				continue
-			}
-			if o.Drain {
-				if c.quiet {
-					return StopDrained, nil
-				}
-				// Something of this run was held, being settled or asked for when we
-				// asked, and the node may have had nothing to give only because of it
-				// (a partition's in-flight cap): ask again once a settlement has ended.
-				select {
-				case <-c.settled:
-				case <-t.take.Done():
-					return 0, nil
-				}
-				continue
-			}
-			if t.wait == 0 && !pause(t.take, o.IdlePause) {
-				return 0, nil
-			}
-			continue
-		}
-		if res.Single && !t.single {
-			t.single = true
-			if h, ok := t.h.(oneByOneTaker); ok {
-				h.OneByOne()
-			}
-		}
-		ds := c.ds
-		if t.single {
-			ds = t.joinReady(ds)
-		}
-		received += len(ds)
-		t.c.received.Add(int64(len(ds)))
-		if t.take.Err() != nil {
-			// Stopped while this answer was on its way: take nothing more means these
-			// go back at once, unhandled.
-			_ = NackAll(ds, GiveBack)
-			return 0, nil
-		}
-		t.sendAhead(received, len(ds), len(ds) < c.n)
-		if err := t.h.Handle(t.ctx, ds); err != nil {
-			if errors.Is(err, ErrOutputClosed) {
-				return StopOutputClosed, nil
-			}
-			if errors.Is(err, ErrStopped) {
-				return 0, nil
-			}
-			return 0, err
+		if v, reason, err := t.turn(); v == endLoop {
+			return reason, err
 		}
 	}
 }
 
-// need is how many more messages Count still needs taken: Count less those taken, or,
-// for a handler that counts messages itself (MessageCounter), less those finished and
-// those in hand; changed is closed when that may change, nil when Count is reached
-// (or counts deliveries taken, which only the loop changes).
-func (t *taker) need(received int) (int, <-chan struct{}) {
-	if mc, ok := t.h.(MessageCounter); ok {
-		if n, changed, ok := mc.Counted(); ok {
-			if n.Finished >= t.o.Count {
-				return 0, nil
-			}
-			return t.o.Count - n.Finished - n.InHand, changed
-		}
+// turn is one pass of the loop.
+func (t *taker) turn() (verdict, Reason, error) {
+	if v, reason, err := t.askFirst(); v != goOn {
+		return v, reason, err
 	}
-	return t.o.Count - received, nil
+	c := t.next()
+	if v, reason, err := t.answered(c.err); v != goOn {
+		return v, reason, err
+	}
+	if c.res == nil || len(c.res.Messages) == 0 {
+		return t.empty(c)
+	}
+	if c.res.Single {
+		t.learnSingle()
+	}
+	return t.handOver(c)
 }
 
-// sendAhead sends the next consumes before a batch of inHand messages is handed over,
-// when the handler can take them (aheadTaker): up to batchAhead for a node that
-// answers batches, unless this batch came back short (the node had no more ready, and
-// the next consume would long-poll while lines may wait in a pipe); up to
-// legacyParallel for a node that answers one message per consume. What the handler
-// holds and what those on their way asked for count against what it can take, and no
-// request asks for more than --count still needs.
-func (t *taker) sendAhead(received, inHand int, short bool) {
-	a, ok := t.h.(aheadTaker)
-	if !ok {
-		return
+// askFirst stops the loop at Count or a stop, and otherwise, with nothing on its way,
+// sends a consume for what the handler can take (Slots), --count needs and --rate
+// allows.
+func (t *taker) askFirst() (verdict, Reason, error) {
+	o := t.o
+	if o.Count > 0 {
+		need, changed := t.need()
+		if need <= 0 && changed == nil {
+			return endLoop, StopCount, nil
+		}
+		if need <= 0 && t.out == 0 {
+			// Every message still needed is in hand: wait for one to finish, or to
+			// go back and be needed again.
+			select {
+			case <-changed:
+				return nextTurn, 0, nil
+			case <-t.take.Done():
+				return endLoop, 0, nil
+			}
+		}
 	}
-	depth := batchAhead
+	// The watcher may not have seen a stop that came before this turn yet; a stop
+	// must mean nothing more is taken, so look here too.
+	if chans.Closed(o.Stop) {
+		return endLoop, StopInterrupted, nil
+	}
+	if t.take.Err() != nil {
+		return endLoop, 0, nil
+	}
+	if t.out > 0 {
+		return goOn, 0, nil
+	}
+	free, err := t.h.Slots(t.take)
+	if err != nil {
+		if t.take.Err() != nil {
+			return endLoop, 0, nil
+		}
+		return endLoop, 0, err
+	}
+	n := min(o.Max, max(free, 1))
+	if o.Count > 0 {
+		need, _ := t.need()
+		if need <= 0 {
+			return nextTurn, 0, nil // it changed while Slots waited
+		}
+		n = min(n, need)
+	}
+	if t.rate != nil {
+		if n, err = t.rate.wait(t.take, n); err != nil {
+			return endLoop, 0, nil
+		}
+	}
+	t.send(n)
+	return goOn, 0, nil
+}
+
+// answered decides on a consume's error: a node once reached and now lost is waited
+// out (until a stop), one never reached fails the run, anything else is fatal.
+func (t *taker) answered(err error) (verdict, Reason, error) {
+	o := t.o
+	switch {
+	case err == nil:
+	case errors.Is(err, client.ErrAnswerLost):
+		t.answerLost = true
+		return endLoop, 0, nil
+	case t.reached && client.IsUnreachable(err):
+		// A node that answered before is restarting or briefly gone: wait it out
+		// (until a stop) rather than end a long-running consumer.
+		return t.nodeLost(err)
+	case !t.reached && client.IsUnreachable(err):
+		// A node never reached fails the run, also when --timeout or a stop ended
+		// the retries: the user's address is wrong or the node is down.
+		return endLoop, 0, err
+	case t.take.Err() != nil, errors.Is(err, client.ErrStopped):
+		return endLoop, 0, nil
+	default:
+		return endLoop, 0, err
+	}
+	t.reached = true
+	if t.lost != nil {
+		t.lost = nil
+		if o.OnNodeBack != nil {
+			o.OnNodeBack()
+		}
+	}
+	return goOn, 0, nil
+}
+
+// nodeLost pauses, with a backoff, after a consume found the node gone.
+func (t *taker) nodeLost(err error) (verdict, Reason, error) {
+	first := t.lost == nil
+	t.lost = err
+	if t.take.Err() != nil {
+		return endLoop, 0, nil
+	}
+	if first {
+		t.backoff = min(firstReconnect, t.o.ReconnectMax)
+		if t.o.OnNodeLost != nil {
+			t.o.OnNodeLost(err)
+		}
+	}
+	if t.out > 0 {
+		return nextTurn, 0, nil // the others come back the same way; one pause is enough
+	}
+	if !pause(t.take, t.backoff) {
+		return endLoop, 0, nil
+	}
+	t.backoff = min(2*t.backoff, t.o.ReconnectMax)
+	return nextTurn, 0, nil
+}
+
+// empty decides on an answer that brought nothing: with Drain, the end once the node
+// has nothing ready for us; else a pause before the next consume if it did not wait.
+func (t *taker) empty(c *call) (verdict, Reason, error) {
+	if t.out > 0 {
+		// Others are on their way: their answers say more. No new consume is sent
+		// after an empty answer until one brings messages.
+		return nextTurn, 0, nil
+	}
+	if t.o.Drain {
+		if c.quiet {
+			return endLoop, StopDrained, nil
+		}
+		// Something of this run was held, being settled or asked for when we asked,
+		// and the node may have had nothing to give only because of it (a
+		// partition's in-flight cap): ask again once a settlement has ended.
+		select {
+		case <-c.settled:
+		case <-t.take.Done():
+			return endLoop, 0, nil
+		}
+		return nextTurn, 0, nil
+	}
+	if t.wait == 0 && !pause(t.take, t.o.IdlePause) {
+		return endLoop, 0, nil
+	}
+	return nextTurn, 0, nil
+}
+
+// handOver hands the handler what c brought (with what came back meanwhile, from a
+// node that answers one message per consume), after sending the next consumes ahead.
+func (t *taker) handOver(c *call) (verdict, Reason, error) {
+	ds := c.ds
 	if t.single {
-		depth = legacyParallel
-	} else if short {
-		return
+		ds = t.joinReady(ds)
 	}
-	if t.out >= depth {
-		return
+	t.received += len(ds)
+	t.c.received.Add(int64(len(ds)))
+	if t.take.Err() != nil {
+		// Stopped while this answer was on its way: take nothing more means these
+		// go back at once, unhandled.
+		_ = NackAll(ds, GiveBack)
+		return endLoop, 0, nil
 	}
-	room := a.Ahead() - inHand - t.asked
-	sent := false
-	for t.out < depth && room > 0 {
-		n := min(t.o.Max, room)
-		if t.single {
-			n = 1 // each answer is one message whatever max says
+	t.sendAhead(len(ds), len(ds) < c.n)
+	if err := t.h.Handle(t.ctx, ds); err != nil {
+		if errors.Is(err, ErrOutputClosed) {
+			return endLoop, StopOutputClosed, nil
 		}
-		if t.o.Count > 0 {
-			n = min(n, t.o.Count-received-t.asked)
+		if errors.Is(err, ErrStopped) {
+			return endLoop, 0, nil
 		}
-		if n > 0 && t.rate != nil {
-			n = t.rate.now(n)
-		}
-		if n <= 0 || t.take.Err() != nil {
-			break
-		}
-		t.send(n)
-		sent = true
-		room -= n
+		return endLoop, 0, err
 	}
-	if sent {
-		// Let the senders put their requests on the wire before this batch is written:
-		// on one P (see cli's streamProcs) they would otherwise wait until the loop
-		// blocks, after the write and the ack, and the node would idle meanwhile.
-		runtime.Gosched()
-	}
+	return nextTurn, 0, nil
 }
 
 // send starts a consume of up to n messages; next receives its answer. The consumes
@@ -841,22 +814,6 @@ func (t *taker) next() *call {
 func (t *taker) took(c *call) {
 	t.out--
 	t.asked -= c.n
-}
-
-// joinReady adds to ds what the consumes that came back meanwhile brought, up to the
-// first that brought nothing or failed, which next returns first (still counted on
-// its way until then): one write and one pass of the loop for them all.
-func (t *taker) joinReady(ds []Delivery) []Delivery {
-	for t.aside == nil && len(t.results) > 0 {
-		c := <-t.results
-		if c.err != nil || len(c.ds) == 0 {
-			t.aside = c
-			break
-		}
-		t.took(c)
-		ds = append(ds, c.ds...)
-	}
-	return ds
 }
 
 // collect lets every consume still on its way arrive and gives back at once what it

@@ -52,6 +52,8 @@ func (h *funcHandler) Finish(ctx context.Context, stopping <-chan struct{}) erro
 	return nil
 }
 
+func (h *funcHandler) Pipelining() consumer.Pipelining { return consumer.Pipelining{} }
+
 func handles(msgs []client.Message) []string {
 	hs := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -571,7 +573,7 @@ func TestPrinterStopAbandonsABlockedWriteAndGivesTheBatchBack(t *testing.T) {
 	src.Add("t", 4)
 	w := &stuckWriter{entered: make(chan struct{})}
 	stop := make(chan struct{})
-	p := consumer.NewPrinter(w, lines{}) // Run tells it of the stop through StopOn
+	p := consumer.NewPrinter(w, lines{}) // Run tells it of the stop through its Pipelining
 	go func() {
 		<-w.entered
 		close(stop)

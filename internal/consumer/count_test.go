@@ -35,10 +35,14 @@ func (h *counting) Handle(_ context.Context, ds []consumer.Delivery) error {
 
 func (h *counting) Finish(context.Context, <-chan struct{}) error { return nil }
 
-func (h *counting) Counted() (consumer.MessageCount, <-chan struct{}, bool) {
+func (h *counting) Pipelining() consumer.Pipelining {
+	return consumer.Pipelining{Counted: h.counted}
+}
+
+func (h *counting) counted() (consumer.MessageCount, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return consumer.MessageCount{Finished: h.finished, InHand: len(h.held)}, h.changed, true
+	return consumer.MessageCount{Finished: h.finished, InHand: len(h.held)}, h.changed
 }
 
 // end settles the oldest delivery held: acked and finished, or given back.
@@ -59,7 +63,7 @@ func (h *counting) end(finished bool) {
 	}
 }
 
-// TestCountInMessagesFinished: with a MessageCounter, Count is messages finished; the
+// TestCountInMessagesFinished: with Pipelining.Counted, Count is messages finished; the
 // loop never asks for more than Count less those finished and those in hand, waits
 // while every message still needed is in hand, takes again for one given back, and
 // stops once Count are finished.

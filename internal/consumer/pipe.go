@@ -46,7 +46,7 @@ type pipeProbe interface {
 // reader that keeps up is fed as fast as it reads.
 //
 // Goroutines: the loop's Handle renders and queues; one writer (pipeState.writer)
-// writes each line, waits until the reader took it and acks it (Printer.ackLater);
+// writes each line, waits until the reader took it and acks it (the Printer's Acker);
 // one watcher polls the pipe while the writer is idle, to notice a reader that went
 // away while narad waits for messages. State is under mu.
 const (
@@ -96,7 +96,7 @@ func (w *pipeWrite) page() bool { return len(w.lines) > 1 }
 type pipeState struct {
 	probe pipeProbe
 	w     io.Writer
-	// ack acks in the background (Printer.ackLater), counted in the Printer's WaitGroup.
+	// ack acks in the background (the Printer's Acker, which Finish closes).
 	ack   func([]Delivery)
 	grace time.Duration
 

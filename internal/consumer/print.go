@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"syscall"
 	"time"
 
@@ -17,18 +16,6 @@ import (
 type LineRenderer interface {
 	Append(dst []byte, m *client.Message) ([]byte, error)
 }
-
-// printAcksInFlight bounds the ack requests on their way at once, and
-// printAcksQueued the written lines waiting for one, so that a slow broker slows
-// printing down instead of letting leases pile up.
-const (
-	printAcksInFlight = 4
-	printAcksQueued   = printAcksInFlight * MaxBatch
-)
-
-// aheadUnbounded is what a Printer to a file or a terminal can take at once: its
-// writes do not wait for a reader, so only the acks still to send hold leases.
-const aheadUnbounded = 2 * printAcksQueued
 
 // Printer is the Handler of plain `narad sub`: it writes each batch and acks exactly
 // what was written.
@@ -46,23 +33,10 @@ type Printer struct {
 	buf  []byte
 	ends []int
 
-	// Written lines wait in ackQueue for an acker: at most printAcksInFlight run at
-	// once, each sending everything queued when it looks, so acks of small batches
-	// share requests while others are on their way (but see oneByOne).
-	ackMu    sync.Mutex
-	ackRoom  *sync.Cond // signalled when the queue shrinks
-	ackWork  *sync.Cond // signalled when the queue grows or the run ends
-	ackQueue []Delivery
-	ackers   int // running, each kept until Finish
-	idle     int // ackers waiting for work
-	ackDone  bool
-	// oneByOne: the node answers one message per consume (older than v3.1), so it
-	// settles one handle per request too. Each acker then takes one line at a time
-	// and sends its ack itself, up to legacyParallel at once, as that many loops of
-	// consume and ack would: an acker taking the whole queue had the client send all
-	// but the first ack from a goroutine started for each.
-	oneByOne bool
-	wg       sync.WaitGroup
+	// acks acks what was written (for a pipe: what the reader took), at most
+	// printAcksInFlight requests at once and printAcksQueued lines waiting; one line a
+	// request, side by side, once the node turns out to be an older one.
+	acks *Acker
 
 	// stop, when set, abandons a write that is blocked (a reader that stopped
 	// reading) so a signal still gives the batch back instead of hanging on it.
@@ -77,19 +51,18 @@ type Printer struct {
 // abandonGrace is how long a blocked write may still finish after a stop.
 const abandonGrace = 200 * time.Millisecond
 
-// StopOn makes a write still blocked when ch closes (Run passes its early stop: a
+// stopOn makes a write still blocked when ch closes (Run passes its early stop: a
 // signal or the timeout) give up: the batch is given back whole and the run ends. The
 // abandoned write may still complete later, so those lines can be printed and
 // delivered again: at least once, never lost.
-func (p *Printer) StopOn(ch <-chan struct{}) { p.stop = ch }
+func (p *Printer) stopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
-	p := &Printer{w: w, r: r, inline: neverBlocks(w)}
-	p.ackRoom = sync.NewCond(&p.ackMu)
-	p.ackWork = sync.NewCond(&p.ackMu)
+	p := &Printer{w: w, r: r, inline: neverBlocks(w),
+		acks: NewAcker(AckerOptions{InFlight: printAcksInFlight, Queued: printAcksQueued})}
 	if probe := pipeOf(w); probe != nil {
-		p.pipe = newPipeState(probe, w, p.ackLater)
+		p.pipe = newPipeState(probe, w, p.acks.Ack)
 	}
 	return p
 }
@@ -106,13 +79,16 @@ func (p *Printer) ShutdownGrace(d time.Duration) {
 // pipe (a pipe on Linux), rather than once it was written.
 func (p *Printer) AcksWhenRead() bool { return p.pipe != nil }
 
-// OutputGone is closed when the reader of the pipe goes away, even while the loop
-// waits for messages (Run ends the run then); nil when the output is not a pipe.
-func (p *Printer) OutputGone() <-chan struct{} {
-	if p.pipe == nil {
-		return nil
+// Pipelining: the Printer takes ahead (ahead), obeys the early stop in a write that
+// blocks, acks one line a request side by side for an older node, and runs on one P
+// unless it waits for a pipe's reader after every line. For a pipe, its output goes
+// away when the reader does, even while the loop waits for messages.
+func (p *Printer) Pipelining() Pipelining {
+	pl := Pipelining{Ahead: p.ahead, StopOn: p.stopOn, OnSingle: p.acks.OneByOne, OneP: p.pipe == nil}
+	if p.pipe != nil {
+		pl.OutputGone = p.pipe.gone
 	}
-	return p.pipe.gone
+	return pl
 }
 
 // Slots is a full batch, at once for a file or a terminal. For a pipe it waits while a
@@ -173,7 +149,7 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	if rest := ds[written:]; len(rest) > 0 {
 		_ = NackAll(rest, GiveBack)
 	}
-	p.ackLater(ds[:written])
+	p.acks.Ack(ds[:written])
 	switch {
 	case werr != nil && IsClosedOutput(werr):
 		return fmt.Errorf("%w: %w", ErrOutputClosed, werr)
@@ -183,103 +159,14 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	return renderErr
 }
 
-// ackLater acks ds in the background, at most printAcksInFlight requests at once; it
-// blocks while printAcksQueued lines already wait for an ack. Finish waits for them.
-func (p *Printer) ackLater(ds []Delivery) {
-	if len(ds) == 0 {
-		return
-	}
-	p.ackMu.Lock()
-	for len(p.ackQueue) >= printAcksQueued {
-		p.ackRoom.Wait()
-	}
-	p.ackQueue = append(p.ackQueue, ds...)
-	// An acker sends everything queued, or one line when oneByOne: then every line
-	// wants an acker of its own.
-	want := 1
-	if p.oneByOne {
-		want = len(ds)
-	}
-	if p.idle > 0 {
-		if want > 1 {
-			p.ackWork.Broadcast()
-		} else {
-			p.ackWork.Signal()
-		}
-		want -= p.idle
-	}
-	for ; want > 0 && p.ackers < p.ackersMax(); want-- {
-		// Ackers are kept until Finish: one a burst cost its start and the growth of
-		// its stack every time, which one message per consume made every message.
-		p.ackers++
-		p.wg.Add(1)
-		go p.acker()
-	}
-	p.ackMu.Unlock()
-}
-
-// acker acks what waits in the queue until Finish.
-func (p *Printer) acker() {
-	defer p.wg.Done()
-	p.ackMu.Lock()
-	defer p.ackMu.Unlock()
-	for {
-		for len(p.ackQueue) == 0 {
-			if p.ackDone {
-				p.ackers--
-				return
-			}
-			p.idle++
-			p.ackWork.Wait()
-			p.idle--
-		}
-		ds := p.ackQueue
-		if p.oneByOne {
-			ds = ds[:1:1]
-			p.ackQueue = p.ackQueue[1:]
-		} else {
-			p.ackQueue = nil
-		}
-		p.ackRoom.Broadcast()
-		p.ackMu.Unlock()
-		// Its outcome is in the counters; an ack that fails does not stop printing.
-		_ = AckAll(ds)
-		p.ackMu.Lock()
-	}
-}
-
-// OneByOne tells the Printer that the node answers one message per consume (see
-// oneByOne); the run does when it learns it.
-func (p *Printer) OneByOne() {
-	p.ackMu.Lock()
-	p.oneByOne = true
-	p.ackMu.Unlock()
-}
-
-// ackersMax is how many acks may be on their way at once.
-func (p *Printer) ackersMax() int {
-	if p.oneByOne {
-		return legacyParallel
-	}
-	return printAcksInFlight
-}
-
-// stopAckers lets the ackers end once the queue is empty.
-func (p *Printer) stopAckers() {
-	p.ackMu.Lock()
-	p.ackDone = true
-	p.ackWork.Broadcast()
-	p.ackMu.Unlock()
-}
-
-// Ahead is how many more messages the Printer can take without waiting: for a pipe,
+// ahead is how many more messages the Printer can take without waiting: for a pipe,
 // what its bound on lines waiting for the reader leaves (none once the reader went
 // away); otherwise a few batches, which only wait for their acks.
 //
 // What is taken ahead may wait in hand behind a write that blocks (a full pipe and a
 // reader slower than the lease, a paused terminal): the run must keep its leases
 // (Options.Lease), as the long pipes soak showed when it did not.
-func (p *Printer) Ahead() int {
+func (p *Printer) ahead() int {
 	if p.pipe != nil {
 		return p.pipe.ahead()
 	}
@@ -321,10 +208,8 @@ func (p *Printer) Finish(ctx context.Context, stopping <-chan struct{}) error {
 	if p.pipe != nil {
 		p.pipe.finish(ctx, stopping)
 	}
-	// An ack asked for after this (the pipe watcher's last look, which Wait waits
-	// for) still gets an acker: one is started when none is left.
-	p.stopAckers()
-	p.wg.Wait()
+	// An ack asked for after this (the pipe watcher's last look) still gets an acker.
+	p.acks.Close()
 	return nil
 }
 

@@ -82,6 +82,9 @@ func (f *Feed) Handle(_ context.Context, ds []consumer.Delivery) error {
 	return nil
 }
 
+// Pipelining: hold mode takes one message at a time, when the model asks.
+func (f *Feed) Pipelining() consumer.Pipelining { return consumer.Pipelining{} }
+
 // Finish returns once the screen settled everything handed to it, or the program is
 // gone; at a stop it tells the program, which gives back what it holds and quits.
 func (f *Feed) Finish(ctx context.Context, stopping <-chan struct{}) error {

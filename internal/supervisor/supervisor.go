@@ -67,7 +67,7 @@ type Options struct {
 	// AckExitCodes are exit codes that ack besides 0.
 	AckExitCodes []int
 	// CountMessages makes the Supervisor count the messages it finishes for the
-	// consumer's Count (see consumer.MessageCounter and tally): a message retried
+	// consumer's Count (see consumer.Pipelining's Counted, and tally): a message retried
 	// under MaxAttempts is one message, however many attempts it takes.
 	CountMessages bool
 	// Topic is NARAD_TOPIC for a message that does not name its topic.
@@ -101,7 +101,7 @@ type Supervisor struct {
 	out      *output
 	attempts *attempts
 	tally    *tally // nil unless CountMessages
-	acker    *acker[consumer.Delivery]
+	acker    *consumer.Acker
 	failures atomic.Int64 // commands that failed (not timed out)
 
 	sem chan struct{} // a token per running command
@@ -180,7 +180,7 @@ func New(o Options) (*Supervisor, error) {
 		acks:     acks,
 		env:      baseEnv(env),
 		attempts: newAttempts(),
-		acker:    newAcker(o.AckWindow, func(ds []consumer.Delivery) { _ = consumer.AckAll(ds) }),
+		acker:    consumer.NewAcker(consumer.AckerOptions{Window: o.AckWindow}),
 		out: &output{lock: make(chan struct{}, 1), quit: stopping,
 			stdout: orDiscard(o.Stdout), stderr: orDiscard(o.Stderr)},
 		sem:       make(chan struct{}, o.Concurrency),
@@ -282,14 +282,16 @@ func (s *Supervisor) outputError() error {
 	return s.outErr
 }
 
-// Counted is how many messages were finished and how many not finished are in hand
-// (consumer.MessageCounter); ok only with Options.CountMessages.
-func (s *Supervisor) Counted() (c consumer.MessageCount, changed <-chan struct{}, ok bool) {
-	if s.tally == nil {
-		return c, nil, false
+// Pipelining: exec mode takes nothing ahead of free slots (that would hold leases it
+// promises not to hold), keeps every P (its commands' fork, exec and wait are system
+// calls that hold one), stops the run when a command's stdout found its reader gone,
+// and with Options.CountMessages counts Count itself, in messages finished.
+func (s *Supervisor) Pipelining() consumer.Pipelining {
+	pl := consumer.Pipelining{OutputGone: s.outGone}
+	if s.tally != nil {
+		pl.Counted = s.tally.counted
 	}
-	c, changed = s.tally.counted()
-	return c, changed, true
+	return pl
 }
 
 // Handle starts handling each delivery in its own goroutine and returns at once; once
@@ -320,6 +322,7 @@ func (s *Supervisor) Finish(ctx context.Context, stopping <-chan struct{}) error
 		s.wg.Wait()
 		close(all)
 	}()
+	defer s.acker.Close() // every ack was answered: its ackers end
 	select {
 	case <-all:
 		return nil
@@ -425,7 +428,7 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, r result) 
 		// node deliver the message again meanwhile.
 		s.ended()
 		s.attempts.forget(keyOf(d.Message()))
-		s.acker.ack(d)
+		s.acker.AckWait(d)
 		return finishedOK
 	case r.end == leaseLost || isLost(d):
 		s.ended()
