@@ -45,14 +45,6 @@ func newFakeAcker(o AckerOptions) *fakeAcker {
 	return f
 }
 
-func handlesOf(ds []Delivery) []string {
-	hs := make([]string, len(ds))
-	for i, d := range ds {
-		hs[i] = d.Message().ReceiptHandle
-	}
-	return hs
-}
-
 // deliveries are n deliveries of one settler, d0 to d<n-1>, counted from first.
 func deliveries(first, n int) []Delivery {
 	s := &settler{open: map[*delivery]struct{}{}, acking: map[*delivery]struct{}{}, changed: make(chan struct{})}
