@@ -81,6 +81,8 @@ func (h *keepHolder) Finish(ctx context.Context, _ <-chan struct{}) error {
 	return nil
 }
 
+func (h *keepHolder) Pipelining() consumer.Pipelining { return consumer.Pipelining{} }
+
 func (h *keepHolder) held() []consumer.Delivery {
 	h.mu.Lock()
 	defer h.mu.Unlock()
