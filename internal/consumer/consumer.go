@@ -1,17 +1,3 @@
-// Package consumer owns the one consume loop of `narad sub`: it takes batches sized to
-// what the handler can take, hands each leased message to a Handler as a Delivery,
-// makes sure every delivery is settled exactly once (giving back whatever a handler
-// left), and counts what happened. Printing (Printer, in this package) and the exec
-// supervisor (package supervisor) are two Handlers of the same loop.
-//
-// Stops come in two strengths. A soft one (the first signal, the timeout, a closed
-// output) takes nothing more: a consume already sent is let finish, since the node
-// may be leasing a batch for it, and whatever it brings is given back at once; each
-// consume long-polls at most Options.PollMax, so this wait is short. Settlements go
-// on with their retries. The hard one (Run's ctx: the second signal) cuts the consume
-// in flight (Result.AnswerLost says so), gives up every settlement retry
-// (Result.Unconfirmed names each), and gives one prompt try to settlements asked for
-// after it, so that Run returns promptly even when the node is gone.
 package consumer
 
 import (
