@@ -34,14 +34,14 @@ func newClusterCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// ClusterListOptions are the options of members and moves.
-type ClusterListOptions struct {
+// ClusterMembersOptions is what `narad cluster members` runs with.
+type ClusterMembersOptions struct {
 	runEnv
 	Output string
 }
 
-func clusterMembersCmd(f *Factory, run func(*ClusterListOptions) error) *cobra.Command {
-	opts := &ClusterListOptions{}
+func clusterMembersCmd(f *Factory, run func(*ClusterMembersOptions) error) *cobra.Command {
+	opts := &ClusterMembersOptions{}
 	cmd := &cobra.Command{
 		Use:   "members",
 		Short: "List the cluster's nodes",
@@ -61,7 +61,7 @@ func clusterMembersCmd(f *Factory, run func(*ClusterListOptions) error) *cobra.C
 	return cmd
 }
 
-func clusterMembersRun(opts *ClusterListOptions) error {
+func clusterMembersRun(opts *ClusterMembersOptions) error {
 	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
@@ -84,8 +84,14 @@ func clusterMembersRun(opts *ClusterListOptions) error {
 		})
 }
 
-func clusterMovesCmd(f *Factory, run func(*ClusterListOptions) error) *cobra.Command {
-	opts := &ClusterListOptions{}
+// ClusterMovesOptions is what `narad cluster moves` runs with.
+type ClusterMovesOptions struct {
+	runEnv
+	Output string
+}
+
+func clusterMovesCmd(f *Factory, run func(*ClusterMovesOptions) error) *cobra.Command {
+	opts := &ClusterMovesOptions{}
 	cmd := &cobra.Command{
 		Use:   "moves",
 		Short: "List partitions moving between nodes",
@@ -103,7 +109,7 @@ func clusterMovesCmd(f *Factory, run func(*ClusterListOptions) error) *cobra.Com
 	return cmd
 }
 
-func clusterMovesRun(opts *ClusterListOptions) error {
+func clusterMovesRun(opts *ClusterMovesOptions) error {
 	c, ctx, done, err := opts.node()
 	if err != nil {
 		return err
@@ -122,7 +128,8 @@ func clusterMovesRun(opts *ClusterListOptions) error {
 		})
 }
 
-// ClusterDecommissionOptions drain (or preview, or cancel draining) one member.
+// ClusterDecommissionOptions is what `narad cluster decommission` runs with: drain
+// (or preview, or cancel draining) one member.
 type ClusterDecommissionOptions struct {
 	runEnv
 	ID     string

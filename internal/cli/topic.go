@@ -213,7 +213,7 @@ type TopicCreateOptions struct {
 
 func topicCreateCmd(f *Factory, run func(*TopicCreateOptions) error) *cobra.Command {
 	opts := &TopicCreateOptions{}
-	var visibility, retention, delay string
+	var create topicCreateFlags
 	cmd := &cobra.Command{
 		Use:   "create TOPIC",
 		Short: "Create a topic",
@@ -231,64 +231,65 @@ func topicCreateCmd(f *Factory, run func(*TopicCreateOptions) error) *cobra.Comm
 			"  narad topic create orders-later --parent orders --delay 5m",
 		Args: exactArgs(1, "one topic name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			s := &opts.Spec
-			s.Name = args[0]
-			if err := validateTopicName(s.Name); err != nil {
-				return err
-			}
-			fl := cmd.Flags()
-			if fl.Changed("partitions") && s.Partitions < 1 {
-				return usageErrorf("invalid --partitions %d (a node takes 3..108)", s.Partitions)
-			}
-			var err error
-			if fl.Changed("visibility") {
-				if s.VisibilityTimeoutMs, err = parseMillisFlag("visibility", visibility); err != nil {
-					return err
-				}
-			}
-			if fl.Changed("retention") {
-				if s.RetentionMs, err = parseMillisFlag("retention", retention); err != nil {
-					return err
-				}
-			}
-			if fl.Changed("max-in-flight") && s.MaxInFlightPerPartition < 1 {
-				return usageErrorf("invalid --max-in-flight %d (1 or more)", s.MaxInFlightPerPartition)
-			}
-			if fl.Changed("max-acked-ahead") && s.MaxAckedAheadPerPartition < 1 {
-				return usageErrorf("invalid --max-acked-ahead %d (1 or more)", s.MaxAckedAheadPerPartition)
-			}
-			if s.Parent != "" {
-				if err := validateTopicName(s.Parent); err != nil {
-					return err
-				}
-				if s.Parent == s.Name {
-					return usageErrorf("a topic cannot be its own parent (%s)", render.Escape(s.Name))
-				}
-			}
-			if fl.Changed("delay") {
-				if s.Parent == "" {
-					return usageErrorf("--delay needs --parent (a delay applies to the copies a parent sends)")
-				}
-				if s.FanoutDelayMs, err = parseDelay(delay); err != nil {
-					return err
-				}
-			}
-			return runWith(f, opts, run)
+			opts.Spec.Name = args[0]
+			return runWith(f, opts, run, checkTextJSON(opts.Output), validateTopicName(opts.Spec.Name),
+				create.check(&opts.Spec, cmd.Flags().Changed))
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Spec.Partitions, "partitions", 0, "number of partitions, 3..108 (node default when not given)")
-	fl.StringVar(&visibility, "visibility", "", "lease (visibility timeout) of a consumed message, e.g. 30s")
-	fl.StringVar(&retention, "retention", "", "how long messages are kept, e.g. 7d")
+	fl.StringVar(&create.visibility, "visibility", "", "lease (visibility timeout) of a consumed message, e.g. 30s")
+	fl.StringVar(&create.retention, "retention", "", "how long messages are kept, e.g. 7d")
 	fl.IntVar(&opts.Spec.MaxInFlightPerPartition, "max-in-flight", 0, "unacked messages a partition hands out at most")
 	fl.IntVar(&opts.Spec.MaxAckedAheadPerPartition, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message at most")
 	fl.StringVar(&opts.Spec.Parent, "parent", "", "create the topic as a fan-out child of this topic")
-	fl.StringVar(&delay, "delay", "", "with --parent: each copy arrives this long after its commit, e.g. 30s")
+	fl.StringVar(&create.delay, "delay", "", "with --parent: each copy arrives this long after its commit, e.g. 30s")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
+}
+
+// topicCreateFlags are topic create's flags that are typed as text.
+type topicCreateFlags struct{ visibility, retention, delay string }
+
+// check checks the flags given (changed) and sets what they say in s.
+func (v *topicCreateFlags) check(s *client.TopicSpec, changed func(string) bool) error {
+	if changed("partitions") && s.Partitions < 1 {
+		return usageErrorf("invalid --partitions %d (a node takes 3..108)", s.Partitions)
+	}
+	var err error
+	if changed("visibility") {
+		if s.VisibilityTimeoutMs, err = parseMillisFlag("visibility", v.visibility); err != nil {
+			return err
+		}
+	}
+	if changed("retention") {
+		if s.RetentionMs, err = parseMillisFlag("retention", v.retention); err != nil {
+			return err
+		}
+	}
+	if changed("max-in-flight") && s.MaxInFlightPerPartition < 1 {
+		return usageErrorf("invalid --max-in-flight %d (1 or more)", s.MaxInFlightPerPartition)
+	}
+	if changed("max-acked-ahead") && s.MaxAckedAheadPerPartition < 1 {
+		return usageErrorf("invalid --max-acked-ahead %d (1 or more)", s.MaxAckedAheadPerPartition)
+	}
+	if s.Parent != "" {
+		if err := validateTopicName(s.Parent); err != nil {
+			return err
+		}
+		if s.Parent == s.Name {
+			return usageErrorf("a topic cannot be its own parent (%s)", render.Escape(s.Name))
+		}
+	}
+	if changed("delay") {
+		if s.Parent == "" {
+			return usageErrorf("--delay needs --parent (a delay applies to the copies a parent sends)")
+		}
+		if s.FanoutDelayMs, err = parseDelay(v.delay); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func topicCreateRun(opts *TopicCreateOptions) error {
