@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"text/template"
@@ -198,4 +199,31 @@ func unknownCommandLine(msg string) string {
 		hint = "did you mean " + strings.Join(strings.Fields(names), " or ") + "? " + hint
 	}
 	return first + " (" + hint + ")"
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}
+
+func produceHint(status, size int) string {
+	switch {
+	case status == http.StatusRequestEntityTooLarge:
+		return "; a message is at most 1 MiB"
+	case status == http.StatusBadRequest && size == 0:
+		return "; a message needs at least one byte"
+	}
+	return ""
+}
+
+// statusText is a client error without its op prefix: "413 message too large".
+func statusText(err error) string {
+	var e *client.Error
+	if errors.As(err, &e) {
+		return strings.TrimPrefix(e.Error(), e.Op.String()+": ")
+	}
+	return describeErr(err)
 }

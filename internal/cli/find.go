@@ -3,11 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -75,24 +73,6 @@ func regexpWhy(err error) string {
 type findOptions struct {
 	Match *replay.Matcher
 	Stats string
-}
-
-// readStats writes what a read went through on stderr, when --stats asked: how many
-// messages were read and how many matched (were shown).
-func readStats(f *Factory, mode string, read, matched int64) {
-	if mode == "" {
-		return
-	}
-	w := f.IO.ErrOut
-	if f.IO.IsStderrTTY() && f.Signals.Received() == syscall.SIGINT {
-		_, _ = io.WriteString(w, "\n") // after the terminal's ^C
-	}
-	if mode == "json" {
-		fmt.Fprintf(w, "{\"read\":%d,\"matched\":%d}\n", read, matched)
-		return
-	}
-	counts := []render.Count{{Name: "read", N: read}, {Name: "matched", N: matched}}
-	_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
 }
 
 // filterFailures says once, at the end, that the filter failed on some messages

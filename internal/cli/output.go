@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/textenc"
@@ -122,63 +120,4 @@ func outputDone(err error) error {
 		return nil
 	}
 	return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
-}
-
-// announce says on stderr what a long-running command is doing, on a terminal only:
-// a person watching should know whether messages are being taken.
-func announce(f *Factory, format string, topic, server string) {
-	if !f.IO.IsStderrTTY() {
-		return
-	}
-	f.runEnv().notice(fmt.Sprintf(format+" (Ctrl-C to stop)", render.Escape(topic), render.Escape(server)))
-}
-
-// notice writes a line for a person on stderr, broken at spaces to the terminal's
-// width (80 columns off a terminal), continued lines indented: nothing narad says runs
-// past the edge of the terminal.
-func (e runEnv) notice(line string) {
-	_, _ = io.WriteString(e.IO.ErrOut, render.Wrap(line, e.IO.StderrWidth(), "  ")+"\n")
-}
-
-// announceSub is sub's announce: what happens to each message printed.
-func announceSub(f *Factory, c *client.Client, topic string, acksWhenRead, noAck bool) {
-	what := "acked once printed"
-	switch {
-	case noAck:
-		what = "not acked (--no-ack)"
-	case acksWhenRead:
-		what = "acked once read"
-	}
-	announce(f, "consuming %s on %s: "+what, topic, c.BaseURL())
-}
-
-// printStats writes the counters on stderr: asked for, or on a terminal (one line
-// there). An all-zero summary in front of a fatal error says nothing, so none is shown.
-func printStats(f *Factory, mode string, s consumer.Stats, fatal bool) {
-	if mode == "" && !f.IO.IsStderrTTY() {
-		return
-	}
-	pairs := s.Pairs()
-	counts := make([]render.Count, len(pairs))
-	zero := true
-	for i, p := range pairs {
-		counts[i] = render.Count{Name: p.Name, N: p.Value}
-		zero = zero && p.Value == 0
-	}
-	if fatal && zero && mode != "json" {
-		return
-	}
-	w := f.IO.ErrOut
-	if f.IO.IsStderrTTY() && f.Signals.Received() == syscall.SIGINT {
-		// The terminal echoed ^C where the cursor was: start on a fresh line.
-		_, _ = io.WriteString(w, "\n")
-	}
-	switch mode {
-	case "json":
-		_ = s.WriteJSON(w)
-	case "":
-		_, _ = io.WriteString(w, render.SummaryLine(counts)+"\n")
-	default:
-		_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
-	}
 }

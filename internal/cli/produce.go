@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -295,20 +293,6 @@ func produceInput(f *Factory, opts *produceOptions) (src producer.Source, where 
 	return producer.Whole(in), where, closeIn, nil
 }
 
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
-	}
-	return err
-}
-
-// readLine and jsonErrorText are shared with the reader of handles of ack/extend/nack.
-var (
-	readLine      = producer.ReadLine
-	jsonErrorText = producer.JSONErrorText
-)
-
 // produceState prints for one run.
 type produceState struct {
 	f        *Factory
@@ -467,85 +451,4 @@ func tapePosition(p *producer.Pacer) string {
 		return ""
 	}
 	return fmt.Sprintf(" tape at %s (+%s)", pos.Format("2006-01-02 15:04:05"), pos.Sub(first))
-}
-
-func produceHint(status, size int) string {
-	switch {
-	case status == http.StatusRequestEntityTooLarge:
-		return "; a message is at most 1 MiB"
-	case status == http.StatusBadRequest && size == 0:
-		return "; a message needs at least one byte"
-	}
-	return ""
-}
-
-// plural is "1 word" or "N words".
-func plural(n int64, word string) string { return countOf(n, word, word+"s") }
-
-// countOf is "1 one" or "N many", for words whose plural is not just an s.
-func countOf(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// formatBytes is render.ByteSize, under the name the commands call it by.
-func formatBytes(n int64) string { return render.ByteSize(n) }
-
-// statusText is a client error without its op prefix: "413 message too large".
-func statusText(err error) string {
-	var e *client.Error
-	if errors.As(err, &e) {
-		return strings.TrimPrefix(e.Error(), e.Op.String()+": ")
-	}
-	return describeErr(err)
-}
-
-// progressLine is a status line on a terminal's stderr, rewritten in place and
-// cleared before any other line is written.
-type progressLine struct {
-	mu    sync.Mutex
-	w     io.Writer
-	shown bool
-}
-
-func newProgressLine(w io.Writer) *progressLine { return &progressLine{w: w} }
-
-// run redraws text every `every` once `after` has passed, until stop is called.
-func (p *progressLine) run(after, every time.Duration, text func() string) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTimer(after)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				p.mu.Lock()
-				fmt.Fprintf(p.w, "\r\x1b[K%s", text())
-				p.shown = true
-				p.mu.Unlock()
-				t.Reset(every)
-			case <-done:
-				return
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-		p.println("")
-	}
-}
-
-// println clears the progress line and writes line (if any) in its place.
-func (p *progressLine) println(line string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		io.WriteString(p.w, "\r\x1b[K")
-		p.shown = false
-	}
-	io.WriteString(p.w, line)
 }

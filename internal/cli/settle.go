@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
-	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/producer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -456,134 +456,6 @@ func settleRun(f *Factory, opts *settleOptions) error {
 	return nil
 }
 
-// pendingSettle is a settlement to send again: the command (ack, extend, nack) and
-// the handle.
-type pendingSettle struct {
-	action, handle string
-}
-
-// writeUnconfirmed lists settlements that never got a final answer (they may or may
-// not have happened; sending them again is safe) as shell input that sends them
-// again when pasted: one `narad ACTION TOPIC -` here-document per action, its
-// delimiter quoted so that the shell takes the handles verbatim. A paste of the block
-// works whatever the number of handles, and the handles stay one a line for a script.
-func writeUnconfirmed(f *Factory, topic string, ps []pendingSettle) {
-	if len(ps) == 0 {
-		return
-	}
-	var order []string
-	by := map[string][]string{}
-	for _, p := range ps {
-		if _, ok := by[p.action]; !ok {
-			order = append(order, p.action)
-		}
-		by[p.action] = append(by[p.action], render.Escape(p.handle))
-	}
-	var counts []string
-	for _, a := range order {
-		counts = append(counts, countOf(int64(len(by[a])), a, a+"s"))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "narad: %s not confirmed by the node; to send again, paste:\n", strings.Join(counts, " and "))
-	prefix := "narad"
-	if f.global.server != "" {
-		if conn, err := f.Connection(); err == nil {
-			prefix += " --server " + shellWord(config.RedactURL(conn.Server))
-		}
-	}
-	if f.global.context != "" {
-		prefix += " --context " + shellWord(f.global.context)
-	}
-	for _, a := range order {
-		hs := by[a]
-		eof := "EOF"
-		for slices.Contains(hs, eof) {
-			eof += "_"
-		}
-		t := topic
-		if strings.HasPrefix(t, "-") {
-			t = "-- " + t
-		}
-		fmt.Fprintf(&b, "%s %s %s - <<'%s'\n%s\n%s\n", prefix, a, t, eof, strings.Join(hs, "\n"), eof)
-	}
-	io.WriteString(f.IO.ErrOut, b.String())
-}
-
-// writeRunLeftovers says what a sub run could not finish: each settlement that never
-// got a final answer, as lines that send it again, and a consume cut in flight.
-func writeRunLeftovers(f *Factory, topic string, res consumer.Result) {
-	ps := make([]pendingSettle, len(res.Unconfirmed))
-	for i, u := range res.Unconfirmed {
-		ps[i] = pendingSettle{u.Action.String(), u.Handle}
-	}
-	writeUnconfirmed(f, topic, ps)
-	if res.AnswerLost {
-		fmt.Fprintln(f.IO.ErrOut, "narad: a consume was cut while the node may have been answering it; "+
-			"messages it leased, if any, come back when their lease runs out")
-	}
-}
-
-// nodeNotices are the lines a long-running sub writes when the node it reached
-// stops answering, and when it is back.
-func nodeNotices(f *Factory, c *client.Client) (lost func(error), back func()) {
-	lost = func(err error) {
-		why := strings.TrimPrefix(describeErr(err), "consume: ")
-		fmt.Fprintf(f.IO.ErrOut, "narad: lost node %s: %s; retrying\n", render.Escape(c.BaseURL()), render.Escape(why))
-	}
-	back = func() { fmt.Fprintln(f.IO.ErrOut, "narad: node is back") }
-	return lost, back
-}
-
-// surplusNotice says, once a run, that the node answered a consume with more messages
-// than it asked for (those over were given back): a node that ignores max.
-func surplusNotice(f *Factory) func(asked, got int) {
-	var once sync.Once
-	return func(asked, got int) {
-		once.Do(func() {
-			fmt.Fprintf(f.IO.ErrOut, "narad: the node answered %d messages to a consume for %d; the %d over were given back (said once)\n",
-				got, asked, got-asked)
-		})
-	}
-}
-
-// undecodableNotice reports a message the run could not decode, and what became of it:
-// "narad: message p1 @8: payload is not valid base64: ...; given back; the others go on".
-func undecodableNotice(f *Factory) func(m *client.Message, why error, fate string) {
-	return func(m *client.Message, why error, fate string) {
-		fmt.Fprintf(f.IO.ErrOut, "narad: message p%d @%d cannot be decoded (%s): %s\n", m.Partition, m.Offset,
-			render.Escape(render.Cut(why.Error(), 300)), fate)
-	}
-}
-
-// deadLetterAsSent produces what the node sent of m with its key to topic, as no
-// decoding of it is possible: a string payload's text (the bad base64 itself), any
-// other payload as the JSON it is. Those are the bytes a person can look at.
-func deadLetterAsSent(ctx context.Context, c *client.Client, topic string, m *client.Message) error {
-	var po client.ProduceOptions
-	if key, ok, err := m.KeyBytes(); ok {
-		k := string(key)
-		if err != nil {
-			k = *m.Key
-		}
-		po.Key = &k
-	}
-	body := bytes.TrimSpace(m.Payload)
-	var text string
-	if len(body) > 0 && body[0] == '"' && json.Unmarshal(body, &text) == nil && text != "" {
-		body = []byte(text) // a string's text: the bad base64 itself, not its quotes
-	}
-	return c.Produce(ctx, topic, body, po)
-}
-
-// shellWord is s as one shell word: as is when it holds nothing a shell treats
-// specially, else in single quotes.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // requestPrefix is the method and URL a transport error starts with; the handle
 // is already on the line, and the URL repeats it.
 var requestPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z]+ "[^"]*": `) })
@@ -610,3 +482,9 @@ func settleFailureLine(action string, r client.SettleResult) string {
 	}
 	return fmt.Sprintf("narad: %s %s: failed (%d %s)", action, h, r.Status, msg)
 }
+
+// readLine and jsonErrorText are shared with the reader of handles of ack/extend/nack.
+var (
+	readLine      = producer.ReadLine
+	jsonErrorText = producer.JSONErrorText
+)

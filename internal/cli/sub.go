@@ -2,27 +2,33 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
-	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/replay"
 	"github.com/narad/narad/internal/supervisor"
 )
 
+// sub is three commands in one, each with its own run function over one core:
+//
+//	print   sub TOPIC                  printRun   (sub_print.go)
+//	exec    sub TOPIC -- COMMAND       execRun    (sub_exec.go)
+//	peek    sub TOPIC --peek           peekRun    (sub_peek.go)
+//	canary  sub TOPIC --peek -- CMD    canaryRun  (sub_canary.go)
+//	hold    sub TOPIC -i [--peek]      holdRun    (sub_hold.go)
+//
+// The core, here: the flags every mode shares, their validation (then each mode's
+// own), the consume loop print and exec mode run (consumeRun), and what a consuming
+// run's end says and exits with (subExit).
+
 // SubOptions are sub's flags, resolved: what was given and what was not is in the
-// fields themselves (nil pointers, zero durations), so subRun never asks cobra.
+// fields themselves (nil pointers, zero durations), so no run function asks cobra.
 type SubOptions struct {
 	Topic string
 	// Partition is nil unless --partition was given.
@@ -49,24 +55,29 @@ type SubOptions struct {
 	// Time is --since and --until (with --peek); a zero time was not given.
 	Time timeRange
 
-	// Command, when not nil, is exec mode: run it per message.
-	Command []string
-	// The rest are exec mode's; validated only with a Command, where a zero Lease
-	// means the topic's visibility timeout and a zero MaxAttempts no dead-lettering.
-	Concurrency       int
-	Lease             time.Duration
-	KillGrace         time.Duration
-	AckExitCodes      []int
-	RetryDelay        time.Duration
-	RetryDelayMax     time.Duration
-	MaxAttempts       int
-	DeadLetter        string
-	DeadLetterFormat  string // raw or envelope
-	MaxProcessingTime time.Duration
-	ShutdownGrace     time.Duration
-	Prefix            bool
+	// ExecOptions are exec mode's and the canary's: a Command, when not nil, is run
+	// per message.
+	ExecOptions
+	// DeadLetter is where exec mode (after --max-attempts) and hold mode (its d key)
+	// send a message; "": nowhere.
+	DeadLetter       string
+	DeadLetterFormat string // raw or envelope
+	// ShutdownGrace is how long, after a first signal, running commands, lines in a
+	// pipe and acks being retried get to finish.
+	ShutdownGrace time.Duration
 	// MetricsAddr is --metrics-addr: where /metrics and the probes are served ("": not).
 	MetricsAddr string
+}
+
+// subFlags are the flags of sub that are resolved before they go into SubOptions,
+// as typed.
+type subFlags struct {
+	partition    int
+	offset       int64
+	ackExitCodes string
+	out          outputFlags
+	find         findFlags
+	times        timeFlags
 }
 
 func newSubCmd(f *Factory) *cobra.Command {
@@ -77,14 +88,7 @@ func newSubCmd(f *Factory) *cobra.Command {
 // parsing apart from the consuming.
 func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	opts := &SubOptions{}
-	var (
-		partition    int
-		offset       int64
-		ackExitCodes string
-		out          outputFlags
-		find         findFlags
-		times        timeFlags
-	)
+	var typed subFlags
 	cmd := &cobra.Command{
 		Use:   "sub TOPIC [flags] [-- COMMAND [ARG...]]",
 		Short: "Consume, print and ack messages, or run a command per message",
@@ -119,64 +123,21 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			"      -- /opt/shop/handle-order",
 		Args: minArgs(1, "a topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
-				if dash != 1 {
-					return usageErrorf("sub takes one topic before -- COMMAND")
-				}
-				opts.Command = args[1:]
-				if len(opts.Command) == 0 {
-					return usageErrorf("no command after --")
-				}
-			} else if len(args) != 1 {
-				return usageErrorf("sub takes one topic (put a command after --)")
-			}
-			opts.Topic = args[0]
-			if err := validateTopicName(opts.Topic); err != nil {
+			if err := opts.resolve(f, cmd, args, &typed); err != nil {
 				return err
-			}
-			changed := cmd.Flags().Changed
-			if changed("partition") {
-				opts.Partition = &partition
-			}
-			if changed("offset") {
-				opts.Offset = &offset
-			}
-			if err := opts.validate(changed); err != nil {
-				return err
-			}
-			if find.given(changed) && !opts.Peek {
-				// Whatever a consumer takes it acks or gives back: one that showed only
-				// matches would take the others and hand them straight back, over and over.
-				return usageErrorf("--filter and --grep need --peek: a consuming sub would take messages it never shows (narad sub TOPIC --peek --filter ..., or narad replay)")
-			}
-			var err error
-			if opts.Match, err = find.resolve(changed); err != nil {
-				return err
-			}
-			if opts.Time, err = peekTimes(f, &times, opts.Peek, changed); err != nil {
-				return err
-			}
-			if opts.Command != nil {
-				codes, err := parseExitCodes(ackExitCodes)
-				if err != nil {
-					return err
-				}
-				opts.AckExitCodes = codes
-				if err := findCommand(opts.Command[0]); err != nil {
-					return err
-				}
-			} else {
-				o, err := out.resolve(changed)
-				if err != nil {
-					return err
-				}
-				opts.Output = o
 			}
 			return run(f, opts)
 		},
 	}
+	addSubFlags(cmd, opts, &typed)
+	addExecFlags(cmd, opts, &typed)
+	return cmd
+}
+
+// addSubFlags adds the flags of every mode, and those of --peek and the output.
+func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 	fl := cmd.Flags()
-	fl.IntVar(&partition, "partition", -1, "consume from this partition only")
+	fl.IntVar(&typed.partition, "partition", -1, "consume from this partition only")
 	fl.DurationVar(&opts.Wait, "wait", 10*time.Second, "long-poll per request (in polls of at most 1s, so a signal never cuts an answer)")
 	fl.IntVar(&opts.Max, "max", 100, "messages per request, 1..100")
 	fl.IntVar(&opts.Count, "count", 0, "stop after N messages (exec mode: N finished, a message retried counting once)")
@@ -189,37 +150,85 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 	fl.BoolVar(&opts.Peek, "peek", false, "watch without taking anything (replay reads from the tail)")
 	fl.BoolVarP(&opts.Interactive, "interactive", "i", false, "hold mode: take one message at a time, show it full screen, and ack, nack or dead-letter it by key")
 	fl.BoolVar(&opts.FromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
-	fl.Int64Var(&offset, "offset", -1, "with --peek --partition N: start at this offset")
-	times.addFlags(cmd, "with --peek,")
-	out.addFlags(cmd)
-	find.addFlags(cmd)
-
-	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 1, "exec mode: commands at once")
-	fl.DurationVar(&opts.Lease, "lease", 0, "exec mode: lease length: extended every D/3, lost after D with no extend confirmed (default: the topic's visibility timeout)")
-	fl.DurationVar(&opts.KillGrace, "kill-grace", 10*time.Second, "exec mode: time between SIGTERM and SIGKILL")
-	fl.StringVar(&ackExitCodes, "ack-exit-codes", "0", "exec mode: exit codes that ack, comma separated")
-	fl.DurationVar(&opts.RetryDelay, "retry-delay", 0, "exec mode: hold a failed message this long before giving it back")
-	fl.DurationVar(&opts.RetryDelayMax, "retry-delay-max", time.Minute, "exec mode: longest hold of a message that fails again (2s, 4s, ... up to D)")
-	fl.IntVar(&opts.MaxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
+	fl.Int64Var(&typed.offset, "offset", -1, "with --peek --partition N: start at this offset")
+	typed.times.addFlags(cmd, "with --peek,")
+	typed.out.addFlags(cmd)
+	typed.find.addFlags(cmd)
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt; with -i: where d sends it")
 	fl.StringVar(&opts.DeadLetterFormat, "dead-letter-format", "raw", "with --dead-letter: raw (the payload as it was) or envelope (JSON: where it came from, attempts, exit_code, stderr_tail, payload)")
-	fl.DurationVar(&opts.MaxProcessingTime, "max-processing-time", 5*time.Minute, "exec mode: stop a command after D and nack")
 	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "after a signal, time running commands, lines in a pipe and acks being retried get to finish")
-	fl.BoolVar(&opts.Prefix, "prefix", false, "exec mode: put [pN @OFFSET] before each line the command writes")
 	fl.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (both modes; no host: 127.0.0.1)")
-	return cmd
 }
 
-// execOnlyFlags are meaningless without a command; naming one without it is a mistake.
-var execOnlyFlags = []string{"concurrency", "lease", "kill-grace", "ack-exit-codes", "retry-delay",
-	"max-processing-time", "prefix", "retry-delay-max", "max-attempts", "dead-letter", "dead-letter-format"}
+// resolve reads the arguments and the typed flags into opts and checks them
+// together: every usage error is found here, before anything runs.
+func (opts *SubOptions) resolve(f *Factory, cmd *cobra.Command, args []string, typed *subFlags) error {
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+		if dash != 1 {
+			return usageErrorf("sub takes one topic before -- COMMAND")
+		}
+		opts.Command = args[1:]
+		if len(opts.Command) == 0 {
+			return usageErrorf("no command after --")
+		}
+	} else if len(args) != 1 {
+		return usageErrorf("sub takes one topic (put a command after --)")
+	}
+	opts.Topic = args[0]
+	if err := validateTopicName(opts.Topic); err != nil {
+		return err
+	}
+	changed := cmd.Flags().Changed
+	if changed("partition") {
+		opts.Partition = &typed.partition
+	}
+	if changed("offset") {
+		opts.Offset = &typed.offset
+	}
+	if err := opts.validate(changed); err != nil {
+		return err
+	}
+	if typed.find.given(changed) && !opts.Peek {
+		// Whatever a consumer takes it acks or gives back: one that showed only
+		// matches would take the others and hand them straight back, over and over.
+		return usageErrorf("--filter and --grep need --peek: a consuming sub would take messages it never shows (narad sub TOPIC --peek --filter ..., or narad replay)")
+	}
+	var err error
+	if opts.Match, err = typed.find.resolve(changed); err != nil {
+		return err
+	}
+	if opts.Time, err = peekTimes(f, &typed.times, opts.Peek, changed); err != nil {
+		return err
+	}
+	if opts.Command != nil {
+		return opts.resolveExec(typed.ackExitCodes)
+	}
+	opts.Output, err = typed.out.resolve(changed)
+	return err
+}
 
-// canaryRefused are the exec-mode flags about holding and settling messages, which
-// `sub --peek -- COMMAND` does not do; --ack-exit-codes still says what succeeded.
-var canaryRefused = []string{"lease", "retry-delay", "retry-delay-max", "max-attempts", "dead-letter", "dead-letter-format"}
-
-// validate checks the flags together; changed says whether a flag was given.
+// validate checks the flags together, those of every mode first and then each
+// mode's; changed says whether a flag was given.
 func (opts *SubOptions) validate(changed func(string) bool) error {
+	if err := opts.validateShared(changed); err != nil {
+		return err
+	}
+	if err := opts.validatePeek(changed); err != nil {
+		return err
+	}
+	if opts.Interactive {
+		if err := opts.validateHold(changed); err != nil {
+			return err
+		}
+	}
+	if opts.Command == nil {
+		return opts.validatePrint(changed)
+	}
+	return opts.validateExec(changed)
+}
+
+// validateShared checks the flags every mode reads.
+func (opts *SubOptions) validateShared(changed func(string) bool) error {
 	switch {
 	case opts.Max < 1 || opts.Max > consumer.MaxBatch:
 		return usageErrorf("--max must be 1..100, not %d", opts.Max)
@@ -243,111 +252,21 @@ func (opts *SubOptions) validate(changed func(string) bool) error {
 	if opts.MetricsAddr != "" && (opts.Peek || opts.Interactive) {
 		return usageErrorf("--metrics-addr is for workers: not with --peek or -i")
 	}
-	if opts.Peek {
-		for _, name := range []string{"no-ack", "drain", "max", "wait", "rate"} {
-			if changed(name) {
-				return usageErrorf("--%s does not apply to --peek (it takes nothing)", name)
-			}
-		}
-		if opts.Command != nil {
-			// A canary takes nothing, so what settles or holds a message means nothing.
-			for _, name := range canaryRefused {
-				if changed(name) {
-					return usageErrorf("--%s does not apply to --peek -- COMMAND (a canary takes nothing: no lease, no retry, no dead letter)", name)
-				}
-			}
-		}
-		if opts.Offset != nil && (opts.Partition == nil || changed("from-beginning")) {
-			return usageErrorf("--offset needs --partition (and not --from-beginning)")
-		}
-	} else if changed("from-beginning") || opts.Offset != nil {
-		// Name only what was typed.
-		name := "--offset"
-		if changed("from-beginning") {
-			name = "--from-beginning"
-		}
-		return usageErrorf("%s needs --peek (or use narad replay)", name)
-	}
-	if opts.Interactive {
-		if err := opts.validateInteractive(changed); err != nil {
-			return err
-		}
-	}
-	if opts.Command == nil {
-		for _, name := range execOnlyFlags {
-			if changed(name) && !(opts.Interactive && (name == "dead-letter" || name == "dead-letter-format")) {
-				return usageErrorf("--%s needs a command: narad sub TOPIC [flags] -- COMMAND", name)
-			}
-		}
-		return nil
-	}
-	if opts.NoAck {
-		return usageErrorf("--no-ack cannot be used with a command (exit codes decide the settlement)")
-	}
-	for _, name := range outputFlagNames {
-		if changed(name) {
-			return usageErrorf("output flags do not apply with a command (its own output passes through)")
-		}
-	}
-	switch {
-	case opts.Concurrency < 1 || opts.Concurrency > consumer.MaxBatch:
-		return usageErrorf("--concurrency must be 1..100, not %d", opts.Concurrency)
-	case changed("lease") && opts.Lease < 30*time.Millisecond:
-		return usageErrorf("--lease must be at least 30ms")
-	case opts.KillGrace <= 0 || opts.MaxProcessingTime <= 0:
-		return usageErrorf("--kill-grace and --max-processing-time must be positive")
-	case opts.RetryDelay < 0:
-		return usageErrorf("--retry-delay must not be negative")
-	case opts.RetryDelayMax <= 0:
-		return usageErrorf("--retry-delay-max must be positive")
-	case changed("max-attempts") && opts.MaxAttempts < 1:
-		return usageErrorf("--max-attempts must be at least 1")
-	case (opts.MaxAttempts > 0) != (opts.DeadLetter != ""):
-		// Never a silent drop: after the last attempt the message must go somewhere.
-		return usageErrorf("--max-attempts and --dead-letter go together (after N failures the message goes to the dead-letter topic)")
-	case opts.DeadLetter == opts.Topic:
-		return usageErrorf("--dead-letter must be another topic than %s", render.Escape(opts.Topic))
-	}
-	if opts.DeadLetter != "" {
-		if err := validateTopicName(opts.DeadLetter); err != nil {
-			return err
+	return nil
+}
+
+// validatePrint checks plain sub's flags: those of exec mode are a mistake without
+// a command (hold mode's d key takes --dead-letter too).
+func (opts *SubOptions) validatePrint(changed func(string) bool) error {
+	for _, name := range execOnlyFlags {
+		if changed(name) && !(opts.Interactive && (name == "dead-letter" || name == "dead-letter-format")) {
+			return usageErrorf("--%s needs a command: narad sub TOPIC [flags] -- COMMAND", name)
 		}
 	}
 	return nil
 }
 
-// findCommand refuses a command that cannot be found: it would fail every message
-// it is given, and give each back to be taken again, so nothing is taken for it.
-func findCommand(name string) error {
-	if _, err := exec.LookPath(name); err != nil {
-		why := "not found"
-		switch {
-		case errors.Is(err, exec.ErrNotFound):
-			why = "not found in $PATH"
-		case errors.Is(err, fs.ErrPermission):
-			why = "not executable"
-		}
-		return usageErrorf("cannot run %s: %s", render.Escape(name), why)
-	}
-	return nil
-}
-
-func parseExitCodes(s string) ([]int, error) {
-	var codes []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 0 || n > 255 {
-			return nil, usageErrorf("invalid --ack-exit-codes %q (a comma list of 0..255)", s)
-		}
-		codes = append(codes, n)
-	}
-	return codes, nil
-}
-
+// subRun runs the mode the flags chose.
 func subRun(f *Factory, opts *SubOptions) error {
 	if opts.Interactive {
 		return holdRun(f, opts)
@@ -356,20 +275,27 @@ func subRun(f *Factory, opts *SubOptions) error {
 		// Replay reads: a stream all the same, without the consume loop.
 		f.tune.stream(consumer.Pipelining{})
 	}
-	if opts.Peek && opts.Command != nil {
+	switch {
+	case opts.Peek && opts.Command != nil:
 		return canaryRun(f, opts)
-	}
-	if opts.Peek {
+	case opts.Peek:
 		return peekRun(f, opts)
+	case opts.Command != nil:
+		return execRun(f, opts)
 	}
-	start := time.Now()
-	var r *render.Renderer
-	if opts.Command == nil {
-		var err error
-		if r, err = opts.Output.renderer(f); err != nil {
-			return err
-		}
-	}
+	return printRun(f, opts)
+}
+
+// consumeMode is what a consuming mode adds to the core once the client is there:
+// its handler, and in exec mode the supervisor (whose failures the exit line names).
+// It may adjust the loop's options.
+type consumeMode func(c *client.Client, co *consumer.Options, m *subMetrics) (consumer.Handler, *supervisor.Supervisor, error)
+
+// consumeRun is the run print and exec mode share: the metrics endpoint, the client,
+// the consume loop over the shared flags with its notices, the signals (the first
+// stops taking; what still settles gets --shutdown-grace; the second abandons it),
+// and at the end the counters, the leftovers and the exit code.
+func consumeRun(f *Factory, opts *SubOptions, mode consumeMode) error {
 	m, err := startMetrics(f, opts)
 	if err != nil {
 		return err
@@ -394,11 +320,6 @@ func subRun(f *Factory, opts *SubOptions) error {
 	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
 	co.OnSurplus = surplusNotice(f)
 	co.OnUndecodable = undecodableNotice(f)
-	if opts.Command != nil && opts.DeadLetter != "" {
-		co.DeadLetterUndecodable = func(ctx context.Context, m *client.Message) error {
-			return deadLetterAsSent(ctx, c, opts.DeadLetter, m)
-		}
-	}
 	m.wire(&co)
 	// Settlements still retrying when the grace after a signal ends (for running
 	// commands, or lines in a pipe) are given up then, as at a second signal, and
@@ -406,34 +327,23 @@ func subRun(f *Factory, opts *SubOptions) error {
 	ran := make(chan struct{})
 	defer close(ran)
 	co.Abandon = f.Signals.SoftThen(opts.ShutdownGrace, ran)
-
-	var h consumer.Handler
-	var sup *supervisor.Supervisor
-	if opts.Command == nil {
-		p := consumer.NewPrinter(f.IO.Out, r)
-		p.ShutdownGrace(opts.ShutdownGrace)
-		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
-		// leases: co.Lease 0, the run asks topic info for it only when one waits a while.
-		h = p
-		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
-	} else {
-		// The run keeps the leases of running commands, at the lease the supervisor's
-		// options were resolved with.
-		if sup, co.Lease, err = newSupervisor(f, c, opts, m.wireSupervisor); err != nil {
-			return err
-		}
-		if opts.Timeout > 0 {
-			// --timeout counts from the start: the topic info above is part of the run.
-			co.Timeout = max(opts.Timeout-time.Since(start), time.Nanosecond)
-		}
-		h = sup
-		announceExec(f, c, opts)
+	h, sup, err := mode(c, &co, m)
+	if err != nil {
+		return err
+	}
+	if sup != nil {
 		defer announceStop(f, sup)()
 	}
 	co.OnSingle = f.tune.stream(h.Pipelining())
 	res, err := consumer.Run(f.Signals.Hard, c, h, co)
 	printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	writeRunLeftovers(f, opts.Topic, res)
+	return subExit(f, c, opts, res, err, sup)
+}
+
+// subExit is the exit of a consuming run (print, exec, hold) from what became of its
+// messages; sup is exec mode's supervisor, nil in the others.
+func subExit(f *Factory, c *client.Client, opts *SubOptions, res consumer.Result, err error, sup *supervisor.Supervisor) error {
 	if err != nil && res.Reason == consumer.StopFailed {
 		return f.runEnv().apiFatal(c, err, opts.Topic)
 	}
@@ -442,8 +352,11 @@ func subRun(f *Factory, opts *SubOptions) error {
 		return nil
 	case consumer.OutcomeCountUnmet:
 		got, what := res.Stats.Received-res.Stats.Nacked, "messages"
-		if res.Counted {
+		switch {
+		case res.Counted:
 			got, what = res.Finished, "messages finished"
+		case opts.Interactive:
+			got = res.Stats.Received // a message skipped (nacked) was still shown
 		}
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d %s", opts.Timeout, got, opts.Count, what))
 	case consumer.OutcomeLeaseGone:
@@ -503,182 +416,4 @@ func checkDeadLetter(f *Factory, c *client.Client, topic string) error {
 		return f.runEnv().apiFatal(c, fmt.Errorf("--dead-letter: %w", err), topic)
 	}
 	return nil
-}
-
-// newSupervisor builds the exec-mode handler and says the lease to keep: --lease, else
-// the topic's visibility timeout, read from topic info.
-// tune, if any, adds to the supervisor's options.
-func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, time.Duration, error) {
-	lease := opts.Lease
-	if lease == 0 {
-		// The client bounds each attempt; --timeout bounds them all.
-		ctx, cancel := f.Signals.Hard, context.CancelFunc(func() {})
-		if opts.Timeout > 0 {
-			ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		}
-		defer cancel()
-		t, err := c.Topic(ctx, opts.Topic)
-		if err != nil {
-			return nil, 0, f.runEnv().apiFatal(c, err, opts.Topic)
-		}
-		lease = t.VisibilityTimeout()
-		if lease <= 0 {
-			lease = 30 * time.Second
-		}
-	}
-	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
-		return nil, 0, err
-	}
-	so := supervisor.Options{
-		Command:           opts.Command,
-		Concurrency:       opts.Concurrency,
-		MaxProcessingTime: opts.MaxProcessingTime,
-		KillGrace:         opts.KillGrace,
-		ShutdownGrace:     opts.ShutdownGrace,
-		RetryDelay:        opts.RetryDelay,
-		RetryDelayMax:     opts.RetryDelayMax,
-		MaxAttempts:       opts.MaxAttempts,
-		DeadLetter:        opts.DeadLetter,
-		DeadLetterFormat:  opts.DeadLetterFormat,
-		Producer:          c,
-		Verbose:           f.global.verbose,
-		AckExitCodes:      opts.AckExitCodes,
-		CountMessages:     opts.Count > 0,
-		Topic:             opts.Topic,
-		Addr:              c.BaseURL(),
-		Prefix:            opts.Prefix,
-		Stdout:            f.IO.Out,
-		Stderr:            f.IO.ErrOut,
-	}
-	for _, t := range tune {
-		t(&so)
-	}
-	s, err := supervisor.New(so)
-	if err != nil {
-		return nil, 0, usageErrorf("%v", err)
-	}
-	return s, lease, nil
-}
-
-// announceExec is exec mode's banner on a terminal, as plain sub has one: what runs
-// for each message, how many at once, and what Ctrl-C does to running commands.
-func announceExec(f *Factory, c *client.Client, opts *SubOptions) {
-	if !f.IO.IsStderrTTY() {
-		return
-	}
-	at := "one at a time"
-	if opts.Concurrency > 1 {
-		at = fmt.Sprintf("%d at a time", opts.Concurrency)
-	}
-	f.runEnv().notice(fmt.Sprintf("running %s for each message of %s (-j %d: %s)",
-		render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), opts.Concurrency, at))
-	f.runEnv().notice(fmt.Sprintf("  on %s; Ctrl-C lets running commands finish (up to %s)",
-		render.Escape(c.BaseURL()), roundDuration(opts.ShutdownGrace)))
-}
-
-// roundDuration is d as a person writes it: 30s, 1m, 1h30m (not 1m0s).
-func roundDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// stopNoticer is exec mode's or the canary's: what the first signal waits for.
-type stopNoticer interface {
-	StopNotice(again string) string
-	Say(line string)
-}
-
-// announceStop says at the first signal what exec mode still waits for; the func it
-// returns ends the watch.
-func announceStop(f *Factory, sup stopNoticer) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-f.Signals.Soft:
-		case <-done:
-			return
-		}
-		again := "Ctrl-C again to stop them"
-		if f.Signals.Received() != syscall.SIGINT {
-			again = "a second signal stops them"
-		}
-		if line := sup.StopNotice(again); line != "" {
-			if f.IO.IsStderrTTY() {
-				line = "\n" + line // after the terminal's ^C
-			}
-			sup.Say(line)
-		}
-	}()
-	return func() { close(done) }
-}
-
-// execHelp ends sub's help: how failures are retried, and every counter.
-const execHelp = `
-
-A command that fails is nacked at once; when the same message fails again in this run
-it is held (its lease kept) 2s, 4s, ... up to --retry-delay-max before it is given
-back, with a line on stderr per failure. --max-attempts N --dead-letter TOPIC: its
-N-th failure produces the payload (same key) to TOPIC and acks it; with
---dead-letter-format envelope, a JSON object instead that says where it came from and
-why it failed: topic, partition, offset, key, attempts, exit_code (null when it did
-not exit on its own), stderr_tail (its last 4 KiB of stderr), timestamp, payload (as
--o json shows it). The command sees NARAD_ATTEMPT: 1 for a message's first run in this
-process, 2 after it failed once, ...
-
-With --count N, exec mode stops once N messages are finished: acked, dead-lettered,
-or given up (a lost lease; a failure, unless --max-attempts retries it). A message
-that fails and comes back is the same message, not a new one. Exit 0 if all N were
-acked or dead-lettered, 4 if a lease was lost and nothing else went wrong, else 1.
-
-Counters (--stats):
-  received       messages taken
-  acked          acks the node confirmed
-  nacked         messages given back
-  failed         commands that failed or could not start, and
-                 settlements never confirmed
-  timed_out      commands stopped after --max-processing-time
-  lease_lost     leases gone (410, or no extend confirmed for a whole
-                 lease): nothing settled
-  ack_gone       acks answered 410: the message may be delivered again
-  retries        settlement requests sent again (502, 503, no answer)
-  bugs           second settlements of one message, refused
-  dead_lettered  messages produced to --dead-letter, then acked
-
-A canary's counters (--peek -- COMMAND --stats): ran, succeeded (exit 0 or
---ack-exit-codes), failed (timed_out, not_started and signaled among them),
-stopped (by the shutdown), each exit code seen, and the commands' p50, p95 and
-max durations. The first signal stops reading and lets running commands finish
-(up to --shutdown-grace); the second stops them.`
-
-// peekReplay is the replay --peek reads (plain and -i): each partition's tail
-// followed, or where --from-beginning, --offset or --since put the start.
-func peekReplay(f *Factory, opts *SubOptions) replay.Options {
-	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true}
-	switch {
-	case opts.FromBeginning:
-		ro.Start = replay.FromOldest
-	case opts.Offset != nil:
-		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
-	}
-	opts.Time.apply(f, &ro)
-	return ro
-}
-
-// peekRun watches a topic by replay reads from each partition's tail: nothing is
-// reserved, so it never competes with the real consumers.
-func peekRun(f *Factory, opts *SubOptions) error {
-	ro := peekReplay(f, opts)
-	if _, err := opts.Output.renderer(f); err != nil {
-		return err // before saying what it would do
-	}
-	if c, err := f.Client(); err == nil {
-		announce(f, "watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
-	}
-	return runReplay(f, opts.Output, ro, opts.Timeout, findOptions{Match: opts.Match, Stats: opts.Stats})
 }

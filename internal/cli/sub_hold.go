@@ -20,9 +20,9 @@ import (
 	"github.com/narad/narad/internal/supervisor"
 )
 
-// validateInteractive checks the flags hold mode does not take: it shows one message
-// at a time on the terminal, and a person settles each.
-func (opts *SubOptions) validateInteractive(changed func(string) bool) error {
+// validateHold checks the flags hold mode does not take: it shows one message at a
+// time on the terminal, and a person settles each.
+func (opts *SubOptions) validateHold(changed func(string) bool) error {
 	switch {
 	case opts.Command != nil:
 		return usageErrorf("-i cannot run a command (the keys decide each message)")
@@ -51,18 +51,7 @@ func holdRun(f *Factory, opts *SubOptions) error {
 		// Checked before anything is asked of the node: nothing is taken.
 		return usageErrorf("sub -i needs a terminal (stdin and stdout)")
 	}
-	// The connection's warnings go to the terminal before the screen opens; what the
-	// client says later (retry notices, -v, --curl) goes to the screen's note line and
-	// is written out once the screen is gone.
-	if _, err := f.Connection(); err != nil {
-		return err
-	}
-	lines := &screenLines{}
-	fs := *f
-	ios := *f.IO
-	ios.ErrOut = lines
-	fs.IO = &ios
-	c, err := fs.Client()
+	c, lines, err := holdClient(f)
 	if err != nil {
 		return err
 	}
@@ -79,15 +68,70 @@ func holdRun(f *Factory, opts *SubOptions) error {
 	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
 		return err
 	}
+	s := openHoldScreen(f, c, opts, lease, lines)
+	var res consumer.Result
+	if opts.Peek {
+		err = holdPeek(f, c, opts, s.feed, s.ended)
+	} else {
+		res, err = holdConsume(f, c, opts, lease, s)
+	}
+	if cerr := s.close(f, lines); cerr != nil {
+		return cerr
+	}
+	if opts.Peek {
+		return err
+	}
+	if opts.Stats != "" {
+		// The screen's summary line is the terminal's; the counters only when asked for.
+		printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
+	}
+	writeRunLeftovers(f, opts.Topic, res)
+	if res.Reason == consumer.StopInterrupted && f.Signals.Received() == 0 {
+		// q is how hold mode ends, not an interruption: what happened to the messages
+		// decides the exit code (4 for a lease that was gone).
+		res.Reason = consumer.StopDrained
+	}
+	return subExit(f, c, opts, res, err, nil)
+}
 
+// holdClient is the client of hold mode. The connection's warnings go to the
+// terminal before the screen opens; what the client says later (retry notices, -v,
+// --curl) goes to the screen's note line, and is written out once the screen is gone.
+func holdClient(f *Factory) (*client.Client, *screenLines, error) {
+	if _, err := f.Connection(); err != nil {
+		return nil, nil, err
+	}
+	lines := &screenLines{}
+	fs := *f
+	ios := *f.IO
+	ios.ErrOut = lines
+	fs.IO = &ios
+	c, err := fs.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, lines, nil
+}
+
+// holdScreen is hold mode's full-screen program, running.
+type holdScreen struct {
+	p    *tea.Program
+	feed *hold.Feed
+	// ended is closed once the program is gone; stop at the first signal, or then.
+	ended, stop chan struct{}
+	final       tea.Model
+	err         error
+}
+
+// openHoldScreen starts the program on the terminal.
+func openHoldScreen(f *Factory, c *client.Client, opts *SubOptions, lease time.Duration, lines *screenLines) *holdScreen {
 	color := f.IO.ColorEnabled()
 	profile := colorprofile.Ascii
 	if color {
 		profile = colorprofile.ANSI
 	}
-	ended := make(chan struct{})
-	var p *tea.Program
-	feed := hold.NewFeed(func(m tea.Msg) { p.Send(m) }, ended)
+	s := &holdScreen{ended: make(chan struct{}), stop: make(chan struct{})}
+	s.feed = hold.NewFeed(func(m tea.Msg) { s.p.Send(m) }, s.ended)
 	model := hold.New(hold.Options{
 		Topic: opts.Topic, Lease: lease, Peek: opts.Peek, DeadLetter: opts.DeadLetter,
 		Produce: func(ctx context.Context, topic string, body []byte, key *string) error {
@@ -95,80 +139,57 @@ func holdRun(f *Factory, opts *SubOptions) error {
 		},
 		Letter: holdLetter(opts),
 		Styles: render.NewStyles(f.IO.Out, color), UTC: opts.Output.UTC,
-		Ready: feed.Ready, Done: feed.Done,
+		Ready: s.feed.Ready, Done: s.feed.Done,
 	})
 	// The first signal stops the run as it stops plain sub (what is held goes back);
 	// the keys' own Ctrl-C is the model's. The second signal is the hard stop, which
 	// ends the program too.
-	p = tea.NewProgram(model, tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out),
+	s.p = tea.NewProgram(model, tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out),
 		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithContext(f.Signals.Hard))
-	var final tea.Model
-	var perr error
-	lines.start(p.Send, ended)
+	lines.start(s.p.Send, s.ended)
 	go func() {
-		defer close(ended)
-		final, perr = p.Run()
+		defer close(s.ended)
+		s.final, s.err = s.p.Run()
 	}()
-	stop := make(chan struct{})
 	go func() {
 		select {
 		case <-f.Signals.Soft:
-		case <-ended:
+		case <-s.ended:
 		}
-		close(stop)
+		close(s.stop)
 	}()
+	return s
+}
 
-	var res consumer.Result
-	if opts.Peek {
-		err = holdPeek(f, c, opts, feed, ended)
-	} else {
-		co := consumer.Options{
-			Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
-			Count: opts.Count, Timeout: opts.Timeout, Stop: stop,
-			// The same keeper as plain sub's: a message on screen is extended at a third
-			// of its lease for as long as it is there.
-			Lease: lease,
-			OnNodeLost: func(err error) {
-				p.Send(hold.NodeLost{Err: errors.New(describeErr(err))})
-			},
-			OnNodeBack: func() { p.Send(hold.NodeBack{}) },
-		}
-		res, err = consumer.Run(f.Signals.Hard, c, feed, co)
-	}
-	p.Send(hold.Stop{}) // the run is over: whatever is held goes back, the screen closes
-	<-ended
+// close ends the program once the run is over (whatever is held goes back, the
+// screen closes), writes out what was said meanwhile, and the screen's summary.
+func (s *holdScreen) close(f *Factory, lines *screenLines) error {
+	s.p.Send(hold.Stop{})
+	<-s.ended
 	lines.flush(f.IO.ErrOut)
-	if perr != nil && !errors.Is(perr, tea.ErrProgramKilled) {
-		return exitWith(ExitFailed, fmt.Errorf("terminal: %v", perr))
+	if s.err != nil && !errors.Is(s.err, tea.ErrProgramKilled) {
+		return exitWith(ExitFailed, fmt.Errorf("terminal: %v", s.err))
 	}
-	if m, ok := final.(hold.Model); ok {
+	if m, ok := s.final.(hold.Model); ok {
 		fmt.Fprintln(f.IO.ErrOut, m.Summary())
 	}
-	if opts.Peek {
-		return err
+	return nil
+}
+
+// holdConsume takes one message at a time for the screen.
+func holdConsume(f *Factory, c *client.Client, opts *SubOptions, lease time.Duration, s *holdScreen) (consumer.Result, error) {
+	co := consumer.Options{
+		Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
+		Count: opts.Count, Timeout: opts.Timeout, Stop: s.stop,
+		// The same keeper as plain sub's: a message on screen is extended at a third
+		// of its lease for as long as it is there.
+		Lease: lease,
+		OnNodeLost: func(err error) {
+			s.p.Send(hold.NodeLost{Err: errors.New(describeErr(err))})
+		},
+		OnNodeBack: func() { s.p.Send(hold.NodeBack{}) },
 	}
-	if opts.Stats != "" {
-		// The summary line above is the terminal's; the counters only when asked for.
-		printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
-	}
-	writeRunLeftovers(f, opts.Topic, res)
-	if err != nil && res.Reason == consumer.StopFailed {
-		return f.runEnv().apiFatal(c, err, opts.Topic)
-	}
-	if res.Reason == consumer.StopInterrupted && f.Signals.Received() == 0 {
-		// q is how hold mode ends, not an interruption: what happened to the messages
-		// decides the exit code (4 for a lease that was gone).
-		res.Reason = consumer.StopDrained
-	}
-	switch res.Outcome() {
-	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
-		return nil
-	case consumer.OutcomeCountUnmet:
-		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, res.Stats.Received, opts.Count))
-	case consumer.OutcomeLeaseGone:
-		return leaseGoneError(res)
-	}
-	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res, nil)))
+	return consumer.Run(f.Signals.Hard, c, s.feed, co)
 }
 
 // holdPeek feeds the screen from replay reads of the partitions' tails: nothing is

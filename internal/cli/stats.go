@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/supervisor"
+)
+
+// The end-of-run counters every streaming command writes on stderr: a consumer's
+// (sub, -i), a read's (replay, --peek) and a canary's.
+
+// statsOut is stderr, on a fresh line: on a terminal a Ctrl-C was echoed as ^C
+// where the cursor was.
+func statsOut(f *Factory) io.Writer {
+	if f.IO.IsStderrTTY() && f.Signals.Received() == syscall.SIGINT {
+		_, _ = io.WriteString(f.IO.ErrOut, "\n")
+	}
+	return f.IO.ErrOut
+}
+
+// printStats writes the counters on stderr: asked for, or on a terminal (one line
+// there). An all-zero summary in front of a fatal error says nothing, so none is shown.
+func printStats(f *Factory, mode string, s consumer.Stats, fatal bool) {
+	if mode == "" && !f.IO.IsStderrTTY() {
+		return
+	}
+	pairs := s.Pairs()
+	counts := make([]render.Count, len(pairs))
+	zero := true
+	for i, p := range pairs {
+		counts[i] = render.Count{Name: p.Name, N: p.Value}
+		zero = zero && p.Value == 0
+	}
+	if fatal && zero && mode != "json" {
+		return
+	}
+	w := statsOut(f)
+	switch mode {
+	case "json":
+		_ = s.WriteJSON(w)
+	case "":
+		_, _ = io.WriteString(w, render.SummaryLine(counts)+"\n")
+	default:
+		_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+	}
+}
+
+// readStats writes what a read went through on stderr, when --stats asked: how many
+// messages were read and how many matched (were shown).
+func readStats(f *Factory, mode string, read, matched int64) {
+	if mode == "" {
+		return
+	}
+	w := statsOut(f)
+	if mode == "json" {
+		fmt.Fprintf(w, "{\"read\":%d,\"matched\":%d}\n", read, matched)
+		return
+	}
+	counts := []render.Count{{Name: "read", N: read}, {Name: "matched", N: matched}}
+	_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+}
+
+// canaryJSON is --stats=json for a canary; durations in seconds.
+type canaryJSON struct {
+	Ran        int64            `json:"ran"`
+	Succeeded  int64            `json:"succeeded"`
+	Failed     int64            `json:"failed"`
+	TimedOut   int64            `json:"timed_out"`
+	NotStarted int64            `json:"not_started"`
+	Signaled   int64            `json:"signaled"`
+	Stopped    int64            `json:"stopped"`
+	ExitCodes  map[string]int64 `json:"exit_codes"`
+	P50        float64          `json:"p50_seconds"`
+	P95        float64          `json:"p95_seconds"`
+	Max        float64          `json:"max_seconds"`
+}
+
+// printCanaryStats writes the canary's counters on stderr: --stats text (a table),
+// json (one object), or without --stats one line on a terminal only.
+func printCanaryStats(f *Factory, mode string, st supervisor.CanaryStats) {
+	if mode == "" && !f.IO.IsStderrTTY() {
+		return
+	}
+	w := statsOut(f)
+	codes := slices.Sorted(func(yield func(int) bool) {
+		for c := range st.ExitCodes {
+			if !yield(c) {
+				return
+			}
+		}
+	})
+	if mode == "json" {
+		j := canaryJSON{Ran: st.Ran, Succeeded: st.Succeeded, Failed: st.Failed, TimedOut: st.TimedOut,
+			NotStarted: st.NotStarted, Signaled: st.Signaled, Stopped: st.Stopped, ExitCodes: map[string]int64{},
+			P50: st.P50.Seconds(), P95: st.P95.Seconds(), Max: st.Max.Seconds()}
+		for _, c := range codes {
+			j.ExitCodes[strconv.Itoa(c)] = st.ExitCodes[c]
+		}
+		_ = json.NewEncoder(w).Encode(j)
+		return
+	}
+	counts := []render.Count{{Name: "ran", N: st.Ran}, {Name: "succeeded", N: st.Succeeded}, {Name: "failed", N: st.Failed},
+		{Name: "timed_out", N: st.TimedOut}, {Name: "not_started", N: st.NotStarted}, {Name: "signaled", N: st.Signaled},
+		{Name: "stopped", N: st.Stopped}}
+	for _, c := range codes {
+		counts = append(counts, render.Count{Name: "exit_" + strconv.Itoa(c), N: st.ExitCodes[c]})
+	}
+	durations := fmt.Sprintf("duration p50 %s, p95 %s, max %s", seconds(st.P50), seconds(st.P95), seconds(st.Max))
+	if mode == "" {
+		_, _ = io.WriteString(w, render.SummaryLine(counts)+"; "+durations+"\n")
+		return
+	}
+	_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+	_, _ = io.WriteString(w, durations+"\n")
+}

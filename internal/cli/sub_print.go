@@ -1,0 +1,24 @@
+package cli
+
+import (
+	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/supervisor"
+)
+
+// printRun is plain sub: each message printed with the output flags, then acked once
+// its line is written (through a pipe, once the reader took it).
+func printRun(f *Factory, opts *SubOptions) error {
+	r, err := opts.Output.renderer(f)
+	if err != nil {
+		return err
+	}
+	return consumeRun(f, opts, func(c *client.Client, _ *consumer.Options, _ *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
+		p := consumer.NewPrinter(f.IO.Out, r)
+		p.ShutdownGrace(opts.ShutdownGrace)
+		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
+		// leases: co.Lease 0, the run asks topic info for it only when one waits a while.
+		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
+		return p, nil, nil
+	})
+}
