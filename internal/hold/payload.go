@@ -162,123 +162,84 @@ func appendHex8(dst []byte, n int) []byte {
 // node promised, and the caller shows it as text instead.
 func prettyJSON(b []byte, c codes) (lines []string, ok bool) {
 	// One buffer for the whole document, and the lines cut from one string of it: a
-	// string per line cost a third of the time.
-	p := prettyPrinter{b: b, c: c, out: make([]byte, 0, len(b)*3)} // indentation and colour codes
-	for p.i = spaceEnd(b, 0); p.i < len(b); p.i = spaceEnd(b, p.i) {
-		if !p.token() {
-			return nil, false
+	// string per line cost a third of the time. The loop stays in one function with
+	// its state in locals, which the compiler keeps in registers: as methods of a
+	// printer struct it ran measurably slower.
+	out := make([]byte, 0, len(b)*3) // indentation and colour codes
+	var ends []int
+	depth := 0
+	newline := func() {
+		ends = append(ends, len(out))
+		for range depth {
+			out = append(out, ' ', ' ')
 		}
 	}
-	if p.depth != 0 {
+	for i := spaceEnd(b, 0); i < len(b); i = spaceEnd(b, i) {
+		switch ch := b[i]; ch {
+		case '{', '[':
+			i = spaceEnd(b, i+1)
+			if i < len(b) && (b[i] == '}' || b[i] == ']') {
+				out = append(out, ch, b[i]) // {} and [] stay whole
+				i++
+				continue
+			}
+			out = append(out, ch)
+			depth++
+			newline()
+		case '}', ']':
+			if depth == 0 {
+				return nil, false
+			}
+			depth--
+			newline()
+			out = append(out, ch)
+			i++
+		case ',':
+			out = append(out, ',')
+			newline()
+			i++
+		case ':':
+			out = append(out, ':', ' ')
+			i++
+		case '"':
+			end := stringEnd(b, i)
+			if end < 0 {
+				return nil, false
+			}
+			on, off := c.strOn, c.strOff
+			if j := spaceEnd(b, end); j < len(b) && b[j] == ':' {
+				on, off = c.keyOn, c.keyOff
+			}
+			out = append(out, on...)
+			out = textenc.AppendEscape(out, b[i:end])
+			out = append(out, off...)
+			i = end
+		default:
+			j := i
+			for j < len(b) && !isDelim(b[j]) {
+				j++
+			}
+			if j == i {
+				return nil, false
+			}
+			on, off := c.numOn, c.numOff
+			if ch == 't' || ch == 'f' || ch == 'n' {
+				on, off = c.litOn, c.litOff
+			}
+			out = append(out, on...)
+			out = textenc.AppendEscape(out, b[i:j])
+			out = append(out, off...)
+			i = j
+		}
+	}
+	if depth != 0 {
 		return nil, false
 	}
-	return p.lines(), true
+	return cutLines(string(out), append(ends, len(out))), true
 }
 
-// prettyPrinter is one prettyJSON on its way: b read up to i, out written so far.
-type prettyPrinter struct {
-	b     []byte
-	i     int
-	c     codes
-	out   []byte
-	ends  []int // where each line of out ends, but the last
-	depth int
-}
-
-// token writes the token at b[i] and moves past it; false when b is not JSON there.
-func (p *prettyPrinter) token() bool {
-	switch ch := p.b[p.i]; ch {
-	case '{', '[':
-		p.open(ch)
-	case '}', ']':
-		if p.depth == 0 {
-			return false
-		}
-		p.depth--
-		p.newline()
-		p.out = append(p.out, ch)
-		p.i++
-	case ',':
-		p.out = append(p.out, ',')
-		p.newline()
-		p.i++
-	case ':':
-		p.out = append(p.out, ':', ' ')
-		p.i++
-	case '"':
-		return p.str()
-	default:
-		return p.scalar(ch)
-	}
-	return true
-}
-
-// open writes an object or array's opening bracket, on a line of its own unless it
-// is empty ({} and [] stay whole).
-func (p *prettyPrinter) open(ch byte) {
-	p.i = spaceEnd(p.b, p.i+1)
-	if p.i < len(p.b) && (p.b[p.i] == '}' || p.b[p.i] == ']') {
-		p.out = append(p.out, ch, p.b[p.i])
-		p.i++
-		return
-	}
-	p.out = append(p.out, ch)
-	p.depth++
-	p.newline()
-}
-
-// newline ends the line and indents the next one.
-func (p *prettyPrinter) newline() {
-	p.ends = append(p.ends, len(p.out))
-	for range p.depth {
-		p.out = append(p.out, ' ', ' ')
-	}
-}
-
-// str writes a string, coloured as a key when a colon follows it.
-func (p *prettyPrinter) str() bool {
-	end := stringEnd(p.b, p.i)
-	if end < 0 {
-		return false
-	}
-	j := spaceEnd(p.b, end)
-	on, off := p.c.strOn, p.c.strOff
-	if j < len(p.b) && p.b[j] == ':' {
-		on, off = p.c.keyOn, p.c.keyOff
-	}
-	p.write(on, off, end)
-	return true
-}
-
-// scalar writes a number or a literal (true, false, null).
-func (p *prettyPrinter) scalar(ch byte) bool {
-	j := p.i
-	for j < len(p.b) && !isDelim(p.b[j]) {
-		j++
-	}
-	if j == p.i {
-		return false
-	}
-	on, off := p.c.numOn, p.c.numOff
-	if ch == 't' || ch == 'f' || ch == 'n' {
-		on, off = p.c.litOn, p.c.litOff
-	}
-	p.write(on, off, j)
-	return true
-}
-
-// write writes b[i:end] escaped between the colour codes on and off, and moves to end.
-func (p *prettyPrinter) write(on, off string, end int) {
-	p.out = append(p.out, on...)
-	p.out = textenc.AppendEscape(p.out, p.b[p.i:end])
-	p.out = append(p.out, off...)
-	p.i = end
-}
-
-// lines cuts out into its lines, all from one string.
-func (p *prettyPrinter) lines() []string {
-	ends := append(p.ends, len(p.out))
-	all := string(p.out)
+// cutLines cuts all at each of ends, into strings that share its memory.
+func cutLines(all string, ends []int) []string {
 	lines := make([]string, len(ends))
 	start := 0
 	for i, end := range ends {
