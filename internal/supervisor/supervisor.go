@@ -2,9 +2,8 @@
 // that runs the command once per message and turns the way it ended into exactly one
 // settlement. The run's lease keeper (package consumer) keeps every message's lease
 // while its command runs, in batches; a lease it finds lost (Delivery.Lost) stops the
-// command. It owns the child
-// processes: their process groups are stopped (SIGTERM, then SIGKILL) and waited for,
-// so no child outlives the run.
+// command. It owns the child processes: their process groups are stopped (SIGTERM,
+// then SIGKILL) and waited for, so no child outlives the run.
 package supervisor
 
 import (
@@ -422,10 +421,10 @@ func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, r result) 
 	case r.end == exited && r.outErr != nil:
 		return s.outputLost(ctx, d, r)
 	case r.end == exited && s.acks[r.code]:
-		// The work is done: ack even if the lease was lost meanwhile (the keeper then
-		// settled it already, and nothing is sent). The lease is kept until the ack
-		// has its answer: an ack retried through a 502/503 outage must not let the
-		// node deliver the message again meanwhile.
+		// The work is done: ack it. (Had the keeper found the lease lost meanwhile, it
+		// settled it as lease_lost, and this sends nothing the node would refuse.) The
+		// lease is kept until the ack has its answer: an ack retried through a 502/503
+		// outage must not let the node deliver the message again meanwhile.
 		s.ended()
 		s.attempts.forget(keyOf(d.Message()))
 		s.acker.AckWait(d)
