@@ -49,7 +49,7 @@ const (
 const whyGone = "lease gone (410 on extend)"
 
 func whyLapsed(lease time.Duration) string {
-	return fmt.Sprintf("lease ran out (no extend succeeded for %s)", shortDuration(lease))
+	return fmt.Sprintf("lease ran out (no extend succeeded for %s)", ShortDuration(lease))
 }
 
 // keeper extends the leases of a run's held messages (settler.open, and settler.acking:
@@ -273,8 +273,9 @@ func (d Delivery) LostWhy() string {
 	return d.d.lostWhy
 }
 
-// shortDuration is d as a person writes it: "300ms", "30s", "1m".
-func shortDuration(d time.Duration) string {
+// ShortDuration writes d as people do: 4s, 1m, 1m30s, 250ms (for lines such as the
+// keeper's reasons and exec mode's failure lines).
+func ShortDuration(d time.Duration) string {
 	s := d.Round(time.Millisecond).String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

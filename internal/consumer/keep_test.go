@@ -483,3 +483,14 @@ func (o *ackOutage) extendedWhileAcking(n int) int {
 	}
 	return k
 }
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		4 * time.Second: "4s", time.Minute: "1m", 90 * time.Second: "1m30s", 40 * time.Millisecond: "40ms",
+		time.Hour: "1h0m", // rare enough to leave as Go writes it
+	} {
+		if got := consumer.ShortDuration(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -111,13 +110,4 @@ func (r result) tailText() string {
 		return ""
 	}
 	return "; its stderr ended: " + r.tail
-}
-
-// shortDuration writes d as people do: 4s, 1m, 1m30s, 250ms.
-func shortDuration(d time.Duration) string {
-	s := d.Round(time.Millisecond).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	return s
 }

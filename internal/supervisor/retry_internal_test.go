@@ -47,14 +47,3 @@ func TestAttemptsForgetTheOldestPastTheBound(t *testing.T) {
 		t.Errorf("offset 0 at attempt %d, want 3", n)
 	}
 }
-
-func TestShortDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		4 * time.Second: "4s", time.Minute: "1m", 90 * time.Second: "1m30s", 40 * time.Millisecond: "40ms",
-		time.Hour: "1h0m", // rare enough to leave as Go writes it
-	} {
-		if got := shortDuration(d); got != want {
-			t.Errorf("%v: %q, want %q", d, got, want)
-		}
-	}
-}

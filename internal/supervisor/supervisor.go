@@ -528,7 +528,7 @@ func (s *Supervisor) retryLater(ctx context.Context, d consumer.Delivery, r resu
 		}
 	})
 	if hold > 0 {
-		verdict += ", next try in " + shortDuration(hold)
+		verdict += ", next try in " + consumer.ShortDuration(hold)
 	}
 	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: %s (%s)%s", r.describe(), verdict, f.attempt, r.tailText()))
 	if hold > 0 {
@@ -667,5 +667,5 @@ func (s *Supervisor) StopNotice(again string) string {
 	if n > 1 {
 		what = fmt.Sprintf("%d running commands", n)
 	}
-	return fmt.Sprintf("waiting for %s (up to %s); %s", what, shortDuration(s.o.ShutdownGrace), again)
+	return fmt.Sprintf("waiting for %s (up to %s); %s", what, consumer.ShortDuration(s.o.ShutdownGrace), again)
 }
