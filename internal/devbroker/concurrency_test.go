@@ -44,14 +44,9 @@ func (f *flowClient) do(method, path string, body []byte, batch bool) (int, []by
 
 // consumeBatch takes up to max messages; none on 204.
 func (f *flowClient) consumeBatch(topic string, max int, wait string) ([]msg, error) {
-	st, body, err := f.do("GET", fmt.Sprintf("/v1/topics/%s/consume?max=%d&wait=%s", topic, max, wait), nil, true)
-	switch {
-	case err != nil:
+	body, err := f.consume(fmt.Sprintf("/v1/topics/%s/consume?max=%d&wait=%s", topic, max, wait), true)
+	if body == nil || err != nil {
 		return nil, err
-	case st == 204:
-		return nil, nil
-	case st != 200:
-		return nil, fmt.Errorf("consume: %d %s", st, body)
 	}
 	var out struct{ Messages []msg }
 	if err := json.Unmarshal(body, &out); err != nil {
@@ -61,7 +56,21 @@ func (f *flowClient) consumeBatch(topic string, max int, wait string) ([]msg, er
 }
 
 func (f *flowClient) consumeOne(topic, wait string) ([]msg, error) {
-	st, body, err := f.do("GET", "/v1/topics/"+topic+"/consume?wait="+wait, nil, false)
+	body, err := f.consume("/v1/topics/"+topic+"/consume?wait="+wait, false)
+	if body == nil || err != nil {
+		return nil, err
+	}
+	var m msg
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	return []msg{m}, nil
+}
+
+// consume sends a consume and returns the answer's body: nil when it was 204, an
+// error for any other status but 200.
+func (f *flowClient) consume(path string, batch bool) ([]byte, error) {
+	st, body, err := f.do("GET", path, nil, batch)
 	switch {
 	case err != nil:
 		return nil, err
@@ -70,11 +79,7 @@ func (f *flowClient) consumeOne(topic, wait string) ([]msg, error) {
 	case st != 200:
 		return nil, fmt.Errorf("consume: %d %s", st, body)
 	}
-	var m msg
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, err
-	}
-	return []msg{m}, nil
+	return body, nil
 }
 
 // settle sends the handles in one batch ack and returns each handle's status.
