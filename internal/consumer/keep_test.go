@@ -394,6 +394,33 @@ func TestKeepBatchesDeliveriesThatCameApart(t *testing.T) {
 	})
 }
 
+// TestKeepThroughTheSoftStop: after the soft stop (the first signal) the run takes
+// nothing more, but what its handler still works on (exec mode's running commands,
+// for --shutdown-grace) keeps its lease until the handler is done with it.
+func TestKeepThroughTheSoftStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := consumertest.New()
+		src.Add("t", 2)
+		h := newKeepHolder()
+		stop := make(chan struct{})
+		done := runAsync(t, context.Background(), src, h, consumer.Options{Stop: stop, Lease: 300 * time.Millisecond})
+		synctest.Wait()
+		close(stop)
+		after(time.Second)
+		n := extendsOf(src)
+		if n["h0"] < 9 || n["h1"] < 9 {
+			t.Errorf("extends %v in the second after the soft stop, want some ten each", n)
+		}
+		for _, d := range h.held() {
+			_ = d.Ack()
+		}
+		close(h.release)
+		if res := await(t, done, "the run"); res.Stats.Acked != 2 || res.Stats.LeaseLost != 0 {
+			t.Errorf("stats %+v", res.Stats)
+		}
+	})
+}
+
 // TestKeepWhileAckRetried: lines written and acked keep their leases while the ack is
 // on its way (a 502/503 outage makes the client retry it for up to its budget): every
 // one is extended until the ack has its answer, and an extend answered 410 meanwhile
