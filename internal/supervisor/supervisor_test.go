@@ -601,12 +601,20 @@ func TestHardStopKillsAndNacksAtOnce(t *testing.T) {
 	o.KillGrace = 10 * time.Second // the hard stop must not wait for it
 	stop := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan runResult)
-	go func() { done <- runSup(t, ctx, src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second}) }()
+	sup, err := supervisor.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &finishing{Supervisor: sup, entered: make(chan struct{})}
+	done := make(chan consumer.Result)
+	go func() {
+		r, _ := consumer.Run(ctx, src, h, consumer.Options{Topic: "t", Stop: stop, Wait: 5 * time.Second, Lease: time.Second})
+		done <- r
+	}()
 	waitFor(t, "both commands to start", func() bool { return len(readLog(t, log)) == 2 })
 	close(stop) // first signal: grace (30s by default)
-	time.Sleep(100 * time.Millisecond)
-	cancel() // second signal
+	<-h.entered // the run took the first signal and waits for its running commands
+	cancel()    // second signal
 	start := time.Now()
 	r := <-done
 	// Well short of the 10s kill grace it must not wait for, and of the commands' 10s.
@@ -632,6 +640,18 @@ func TestHardStopKillsAndNacksAtOnce(t *testing.T) {
 	if r.Reason != consumer.StopInterrupted {
 		t.Errorf("reason %v", r.Reason)
 	}
+}
+
+// finishing is a Supervisor that says when the run asks it to finish: the run has
+// stopped taking, and waits for what runs.
+type finishing struct {
+	*supervisor.Supervisor
+	entered chan struct{}
+}
+
+func (f *finishing) Finish(ctx context.Context, stopping <-chan struct{}) error {
+	close(f.entered)
+	return f.Supervisor.Finish(ctx, stopping)
 }
 
 func TestNoGrandchildOutlivesItsCommand(t *testing.T) {
