@@ -64,9 +64,10 @@ type globalFlags struct {
 //	newXCmd(f) → xCmd(f, run func(*XOptions) error) → xRun(opts *XOptions) error
 //
 // XOptions (exported, named for the command path: TopicLsOptions) embeds runEnv and
-// holds the flags' values. xCmd's RunE sets opts.runEnv = f.runEnv(), validates the
-// flags (exit 2 before any request) and calls run; a test passes its own run to see
-// the Options a command line makes. RunE runs after the flags and the root's pre-run,
+// holds the flags' values. xCmd's RunE fills them from the arguments and ends with
+// runWith(f, opts, run, checks...): the runEnv set, the flags' checks (exit 2 before
+// any request), then run; a test passes its own run to see the Options a command
+// line makes. RunE runs after the flags and the root's pre-run,
 // so the global flags and --jq are known. The connection, config and client are
 // functions, resolved only by the commands that talk to a node, once per invocation
 // (the Factory keeps what they resolved).
