@@ -25,6 +25,7 @@ const maxBenchSize = 1 << 20
 
 // BenchOptions configure narad bench.
 type BenchOptions struct {
+	runEnv
 	Topic       string
 	Count       int
 	Size        int
@@ -44,9 +45,9 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	return benchCmd(f, benchRun)
 }
 
-func benchCmd(f *Factory, run func(*Factory, *BenchOptions) error) *cobra.Command {
+func benchCmd(f *Factory, run func(*BenchOptions) error) *cobra.Command {
 	opts := &BenchOptions{}
-	var size, payload string
+	var typed benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench TOPIC",
 		Short: "Measure produce (and consume+ack) throughput and latency",
@@ -93,100 +94,118 @@ leased).`,
     -o json`,
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Topic = args[0]
-			if err := validateTopicName(opts.Topic); err != nil {
+			opts.runEnv = f.runEnv()
+			if err := opts.resolve(cmd, args, &typed); err != nil {
 				return err
 			}
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			n, err := parseSize(size)
-			if err != nil || n < 1 || n > maxBenchSize {
-				return usageErrorf("invalid --size %q (1 byte to 1 MiB: 100, 4KiB, 1MiB)", size)
-			}
-			opts.Size = int(n)
-			switch payload {
-			case "text":
-				opts.Payload = bench.Text
-			case "json":
-				opts.Payload = bench.JSON
-			default:
-				return usageErrorf("invalid --payload %q (text or json)", payload)
-			}
-			fl := cmd.Flags()
-			switch {
-			case opts.Count < 1:
-				return usageErrorf("invalid --count %d (1 or more)", opts.Count)
-			case opts.Concurrency < 1 || opts.Concurrency > produceMaxConcurrency:
-				return usageErrorf("invalid --concurrency %d (1 to %d)", opts.Concurrency, produceMaxConcurrency)
-			case opts.Keys < 0:
-				return usageErrorf("invalid --keys %d (0 for no key, or the number of distinct keys)", opts.Keys)
-			case fl.Changed("partitions") && !opts.Create:
-				return usageErrorf("--partitions needs --create (it applies to a topic bench creates)")
-			case fl.Changed("partitions") && opts.Partitions < 1:
-				return usageErrorf("invalid --partitions %d (1 or more)", opts.Partitions)
-			case opts.Delete && !opts.Create:
-				return usageErrorf("--delete needs --create (bench deletes only a topic it created)")
-			}
-			return run(f, opts)
+			return run(opts)
 		},
 	}
+	addBenchFlags(cmd, opts, &typed)
+	return cmd
+}
+
+// benchFlags are the flags of bench resolved before they go into BenchOptions, as
+// typed.
+type benchFlags struct{ size, payload string }
+
+// addBenchFlags adds bench's flags: what it sends, and the topic it sends it to.
+func addBenchFlags(cmd *cobra.Command, opts *BenchOptions, typed *benchFlags) {
 	fl := cmd.Flags()
 	fl.IntVar(&opts.Count, "count", 10000, "messages to produce")
-	fl.StringVar(&size, "size", "256", "payload bytes: 100, 4KiB, up to 1MiB")
+	fl.StringVar(&typed.size, "size", "256", "payload bytes: 100, 4KiB, up to 1MiB")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 8, "requests in flight at once")
 	fl.IntVar(&opts.Keys, "keys", 0, "give the messages N distinct keys (0: no keys)")
-	fl.StringVar(&payload, "payload", "text", "text (letters and digits) or json")
+	fl.StringVar(&typed.payload, "payload", "text", "text (letters and digits) or json")
 	fl.BoolVar(&opts.Consume, "consume", false, "then consume and ack until nothing is left")
 	fl.BoolVar(&opts.Create, "create", false, "create TOPIC if it does not exist")
 	fl.IntVar(&opts.Partitions, "partitions", 0, "with --create: partitions of the new topic, 3..108")
 	fl.BoolVar(&opts.Delete, "delete", false, "with --create: delete the topic it created afterwards")
 	addTextJSONFlag(cmd, &opts.Output)
-	return cmd
 }
 
-func benchRun(f *Factory, opts *BenchOptions) error {
+// resolve reads the arguments and the typed flags into opts and checks them together.
+func (opts *BenchOptions) resolve(cmd *cobra.Command, args []string, typed *benchFlags) error {
+	opts.Topic = args[0]
+	if err := validateTopicName(opts.Topic); err != nil {
+		return err
+	}
+	if err := checkTextJSON(opts.Output); err != nil {
+		return err
+	}
+	n, err := parseSize(typed.size)
+	if err != nil || n < 1 || n > maxBenchSize {
+		return usageErrorf("invalid --size %q (1 byte to 1 MiB: 100, 4KiB, 1MiB)", typed.size)
+	}
+	opts.Size = int(n)
+	switch typed.payload {
+	case "text":
+		opts.Payload = bench.Text
+	case "json":
+		opts.Payload = bench.JSON
+	default:
+		return usageErrorf("invalid --payload %q (text or json)", typed.payload)
+	}
+	fl := cmd.Flags()
+	switch {
+	case opts.Count < 1:
+		return usageErrorf("invalid --count %d (1 or more)", opts.Count)
+	case opts.Concurrency < 1 || opts.Concurrency > produceMaxConcurrency:
+		return usageErrorf("invalid --concurrency %d (1 to %d)", opts.Concurrency, produceMaxConcurrency)
+	case opts.Keys < 0:
+		return usageErrorf("invalid --keys %d (0 for no key, or the number of distinct keys)", opts.Keys)
+	case fl.Changed("partitions") && !opts.Create:
+		return usageErrorf("--partitions needs --create (it applies to a topic bench creates)")
+	case fl.Changed("partitions") && opts.Partitions < 1:
+		return usageErrorf("invalid --partitions %d (1 or more)", opts.Partitions)
+	case opts.Delete && !opts.Create:
+		return usageErrorf("--delete needs --create (bench deletes only a topic it created)")
+	}
+	return nil
+}
+
+func benchRun(opts *BenchOptions) error {
 	rec := bench.NewRecorder()
-	c, err := f.Client(rec)
+	c, err := opts.Client(rec)
 	if err != nil {
 		return err
 	}
 	defer c.CloseIdleConnections()
-	created, err := benchTopic(f, c, opts)
+	created, err := benchTopic(c, opts)
 	if err != nil {
 		return err
 	}
 
-	st := &benchFailures{f: f}
+	st := &benchFailures{e: opts.runEnv}
 	b := bench.New(c, rec, bench.Options{
 		Topic: opts.Topic, Count: opts.Count, Size: opts.Size, Keys: opts.Keys, Payload: opts.Payload,
 		Concurrency: opts.Concurrency, Consume: opts.Consume,
-		Stop: f.Signals.Soft, OnFailure: st.report, Now: f.Now,
+		Stop: opts.Signals.Soft, OnFailure: st.report, Now: opts.Now,
 	})
 	stopProgress := func() {}
-	if f.IO.IsStderrTTY() {
-		st.progress = newProgressLine(f.IO.ErrOut)
+	if opts.IO.IsStderrTTY() {
+		st.progress = newProgressLine(opts.IO.ErrOut)
 		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, func() string {
 			p := b.Progress()
 			return fmt.Sprintf("%s: %d of %d messages…", p.Phase, p.Done, p.Of)
 		})
 	}
-	report, runErr := b.Run(f.Signals.Hard)
+	report, runErr := b.Run(opts.Signals.Hard)
 	stopProgress()
 
 	if runErr == nil || report.Produce.Messages > 0 || report.Produce.Failed > 0 {
-		if err := printBenchReport(f, opts, &report, rec); err != nil {
+		if err := printBenchReport(opts, &report, rec); err != nil {
 			return err
 		}
 	}
 	var deleteErr error
 	if created && opts.Delete {
-		deleteErr = benchDelete(f, c, opts.Topic)
+		deleteErr = benchDelete(opts, c)
 	}
 	pr := report.Produce
 	switch {
 	case runErr != nil:
-		return f.runEnv().apiFatal(c, runErr, opts.Topic)
+		return opts.apiFatal(c, runErr, opts.Topic)
 	case deleteErr != nil:
 		return deleteErr
 	case pr.Failed > 0 || pr.Unknown > 0:
@@ -198,8 +217,8 @@ func benchRun(f *Factory, opts *BenchOptions) error {
 
 // benchTopic checks that the topic is there and can take messages, or creates it with
 // --create; created says whether bench made it. It warns that bench writes into it.
-func benchTopic(f *Factory, c *client.Client, opts *BenchOptions) (created bool, err error) {
-	ctx, cancel := f.Context()
+func benchTopic(c *client.Client, opts *BenchOptions) (created bool, err error) {
+	ctx, cancel := opts.Context()
 	defer cancel()
 	name := render.Escape(opts.Topic)
 	t, err := c.Topic(ctx, opts.Topic)
@@ -209,15 +228,15 @@ func benchTopic(f *Factory, c *client.Client, opts *BenchOptions) (created bool,
 			if client.StatusOf(err) == http.StatusBadRequest {
 				return false, exitWith(ExitUsage, fmt.Errorf("%s (see narad topic create --help)", describeErr(err)))
 			}
-			return false, f.runEnv().apiFatal(c, err, opts.Topic)
+			return false, opts.apiFatal(c, err, opts.Topic)
 		}
 		created = true
-		fmt.Fprintf(f.IO.ErrOut, "created topic %s\n", name)
+		fmt.Fprintf(opts.IO.ErrOut, "created topic %s\n", name)
 	case client.StatusOf(err) == http.StatusNotFound:
 		return false, exitWith(ExitFailed, fmt.Errorf("%s (bench writes into a topic: pass --create, or narad topic create %s)",
 			describeErr(err), name))
 	case err != nil:
-		return false, f.runEnv().apiFatal(c, err, opts.Topic)
+		return false, opts.apiFatal(c, err, opts.Topic)
 	case opts.Delete:
 		return false, usageErrorf("topic %s exists: --delete deletes only a topic bench created (drop --delete, or name a new topic)", name)
 	case t.Parent != "" && t.FanoutDelayMs > 0:
@@ -230,13 +249,13 @@ func benchTopic(f *Factory, c *client.Client, opts *BenchOptions) (created bool,
 	} else {
 		what += ", where they stay (with --consume it takes them back)"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "narad: warning: bench %s\n", what)
+	fmt.Fprintf(opts.IO.ErrOut, "narad: warning: bench %s\n", what)
 	if t != nil && len(t.Children) > 0 {
 		kids := make([]string, len(t.Children))
 		for i, k := range t.Children {
 			kids[i] = render.Escape(k)
 		}
-		fmt.Fprintf(f.IO.ErrOut, "narad: warning: %s has fan-out children (%s): each gets a copy of every bench message\n",
+		fmt.Fprintf(opts.IO.ErrOut, "narad: warning: %s has fan-out children (%s): each gets a copy of every bench message\n",
 			name, strings.Join(kids, ", "))
 	}
 	return created, nil
@@ -244,20 +263,21 @@ func benchTopic(f *Factory, c *client.Client, opts *BenchOptions) (created bool,
 
 // benchDelete deletes the topic bench created. It runs after a first Ctrl-C too (the
 // topic is scratch either way); a second one stops it.
-func benchDelete(f *Factory, c *client.Client, topic string) error {
-	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+func benchDelete(opts *BenchOptions, c *client.Client) error {
+	topic := opts.Topic
+	ctx, cancel := context.WithTimeout(opts.Signals.Hard, 30*time.Second)
 	defer cancel()
 	if err := c.DeleteTopic(ctx, topic); err != nil {
-		return f.runEnv().apiFatal(c, fmt.Errorf("--delete: %w", err), topic)
+		return opts.apiFatal(c, fmt.Errorf("--delete: %w", err), topic)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "deleted topic %s\n", render.Escape(topic))
+	fmt.Fprintf(opts.IO.ErrOut, "deleted topic %s\n", render.Escape(topic))
 	return nil
 }
 
 // benchFailures prints the first message the node refused; the rest are counted in
 // the report (a topic whose schema refuses bench's payloads would refuse them all).
 type benchFailures struct {
-	f        *Factory
+	e        runEnv
 	progress *progressLine
 	mu       sync.Mutex
 	shown    bool
@@ -276,15 +296,15 @@ func (b *benchFailures) report(fl producer.Failure) {
 		b.progress.println(line)
 		return
 	}
-	fmt.Fprint(b.f.IO.ErrOut, line)
+	fmt.Fprint(b.e.IO.ErrOut, line)
 }
 
 // printBenchReport prints the figures on stdout (a table, or -o json) and what they
 // need to be read right on stderr: older-node fallbacks, messages left, a stop.
-func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *bench.Recorder) error {
+func printBenchReport(opts *BenchOptions, r *bench.Report, rec *bench.Recorder) error {
 	var err error
 	if opts.Output == "json" {
-		err = f.runEnv().printJSON(r)
+		err = opts.printJSON(r)
 	} else {
 		// Measures down, phases across: as narrow as two phases can be.
 		phases := []*bench.Phase{&r.Produce.Phase}
@@ -293,14 +313,14 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 			phases = append(phases, &r.Consume.Phase)
 			headers = append(headers, "CONSUME")
 		}
-		err = f.runEnv().printTable(headers, benchRows(phases))
-		if err == nil && f.IO.IsStdoutTTY() {
+		err = opts.printTable(headers, benchRows(phases))
+		if err == nil && opts.IO.IsStdoutTTY() {
 			// A terminal reads a distribution faster as a picture; scripts keep the table.
-			err = printBenchHistograms(f, headers[1:], phases)
+			err = printBenchHistograms(opts.runEnv, headers[1:], phases)
 		}
 	}
 	for _, fb := range rec.Fallbacks() {
-		fmt.Fprintf(f.IO.ErrOut, "narad: note: %s\n", fb)
+		fmt.Fprintf(opts.IO.ErrOut, "narad: note: %s\n", fb)
 	}
 	var left int64 // bench's messages still in the topic, as far as it knows
 	switch {
@@ -315,25 +335,25 @@ func printBenchReport(f *Factory, opts *BenchOptions, r *bench.Report, rec *benc
 		if left > 0 {
 			line += fmt.Sprintf("; bench's messages still in %s: %d", render.Escape(opts.Topic), left)
 		}
-		fmt.Fprintln(f.IO.ErrOut, line)
+		fmt.Fprintln(opts.IO.ErrOut, line)
 	case r.Consume != nil && left > 0:
-		fmt.Fprintf(f.IO.ErrOut, "narad: %d of the %d messages produced were not consumed (another consumer took them, or they are still leased)\n",
+		fmt.Fprintf(opts.IO.ErrOut, "narad: %d of the %d messages produced were not consumed (another consumer took them, or they are still leased)\n",
 			left, r.Produce.Messages)
 	}
 	return err
 }
 
 // printBenchHistograms draws each phase's latency distribution under the table.
-func printBenchHistograms(f *Factory, names []string, phases []*bench.Phase) error {
-	s := render.NewStyles(f.IO.Out, f.IO.ColorEnabled())
+func printBenchHistograms(e runEnv, names []string, phases []*bench.Phase) error {
+	s := render.NewStyles(e.IO.Out, e.IO.ColorEnabled())
 	for i, p := range phases {
 		if len(p.Histogram) == 0 {
 			continue
 		}
 		title := fmt.Sprintf("%s latency, %s", strings.ToLower(names[i]), plural(p.Requests, "request"))
-		_, err := io.WriteString(f.IO.Out, "\n")
+		_, err := io.WriteString(e.IO.Out, "\n")
 		if err == nil {
-			err = render.Histogram(f.IO.Out, s, title, histogramBars(p))
+			err = render.Histogram(e.IO.Out, s, title, histogramBars(p))
 		}
 		if err != nil {
 			if consumer.IsClosedOutput(err) {

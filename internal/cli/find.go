@@ -77,10 +77,10 @@ type findOptions struct {
 
 // filterFailures says once, at the end, that the filter failed on some messages
 // (they were not shown), with the first failure.
-func filterFailures(f *Factory, mt *replay.Matcher) {
+func (e runEnv) filterFailures(mt *replay.Matcher) {
 	if mt == nil || mt.Errors == 0 {
 		return
 	}
-	fmt.Fprintf(f.IO.ErrOut, "narad: warning: --filter failed on %s, not shown (first: %s)\n",
+	fmt.Fprintf(e.IO.ErrOut, "narad: warning: --filter failed on %s, not shown (first: %s)\n",
 		countOf(mt.Errors, "message", "messages"), render.Escape(mt.FirstErr.Error()))
 }

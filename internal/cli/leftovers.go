@@ -25,7 +25,7 @@ type pendingSettle struct {
 // again when pasted: one `narad ACTION TOPIC -` here-document per action, its
 // delimiter quoted so that the shell takes the handles verbatim. A paste of the block
 // works whatever the number of handles, and the handles stay one a line for a script.
-func writeUnconfirmed(f *Factory, topic string, ps []pendingSettle) {
+func (e runEnv) writeUnconfirmed(topic string, ps []pendingSettle) {
 	if len(ps) == 0 {
 		return
 	}
@@ -44,13 +44,13 @@ func writeUnconfirmed(f *Factory, topic string, ps []pendingSettle) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "narad: %s not confirmed by the node; to send again, paste:\n", strings.Join(counts, " and "))
 	prefix := "narad"
-	if f.global.server != "" {
-		if conn, err := f.Connection(); err == nil {
+	if e.ServerFlag != "" {
+		if conn, err := e.Connection(); err == nil {
 			prefix += " --server " + shellWord(config.RedactURL(conn.Server))
 		}
 	}
-	if f.global.context != "" {
-		prefix += " --context " + shellWord(f.global.context)
+	if e.ContextFlag != "" {
+		prefix += " --context " + shellWord(e.ContextFlag)
 	}
 	for _, a := range order {
 		hs := by[a]
@@ -64,19 +64,19 @@ func writeUnconfirmed(f *Factory, topic string, ps []pendingSettle) {
 		}
 		fmt.Fprintf(&b, "%s %s %s - <<'%s'\n%s\n%s\n", prefix, a, t, eof, strings.Join(hs, "\n"), eof)
 	}
-	io.WriteString(f.IO.ErrOut, b.String())
+	io.WriteString(e.IO.ErrOut, b.String())
 }
 
 // writeRunLeftovers says what a sub run could not finish: each settlement that never
 // got a final answer, as lines that send it again, and a consume cut in flight.
-func writeRunLeftovers(f *Factory, topic string, res consumer.Result) {
+func (e runEnv) writeRunLeftovers(topic string, res consumer.Result) {
 	ps := make([]pendingSettle, len(res.Unconfirmed))
 	for i, u := range res.Unconfirmed {
 		ps[i] = pendingSettle{u.Action.String(), u.Handle}
 	}
-	writeUnconfirmed(f, topic, ps)
+	e.writeUnconfirmed(topic, ps)
 	if res.AnswerLost {
-		fmt.Fprintln(f.IO.ErrOut, "narad: a consume was cut while the node may have been answering it; "+
+		fmt.Fprintln(e.IO.ErrOut, "narad: a consume was cut while the node may have been answering it; "+
 			"messages it leased, if any, come back when their lease runs out")
 	}
 }

@@ -15,22 +15,22 @@ import (
 
 // nodeNotices are the lines a long-running sub writes when the node it reached
 // stops answering, and when it is back.
-func nodeNotices(f *Factory, c *client.Client) (lost func(error), back func()) {
+func (e runEnv) nodeNotices(c *client.Client) (lost func(error), back func()) {
 	lost = func(err error) {
 		why := strings.TrimPrefix(describeErr(err), "consume: ")
-		fmt.Fprintf(f.IO.ErrOut, "narad: lost node %s: %s; retrying\n", render.Escape(c.BaseURL()), render.Escape(why))
+		fmt.Fprintf(e.IO.ErrOut, "narad: lost node %s: %s; retrying\n", render.Escape(c.BaseURL()), render.Escape(why))
 	}
-	back = func() { fmt.Fprintln(f.IO.ErrOut, "narad: node is back") }
+	back = func() { fmt.Fprintln(e.IO.ErrOut, "narad: node is back") }
 	return lost, back
 }
 
 // surplusNotice says, once a run, that the node answered a consume with more messages
 // than it asked for (those over were given back): a node that ignores max.
-func surplusNotice(f *Factory) func(asked, got int) {
+func (e runEnv) surplusNotice() func(asked, got int) {
 	var once sync.Once
 	return func(asked, got int) {
 		once.Do(func() {
-			fmt.Fprintf(f.IO.ErrOut, "narad: the node answered %d messages to a consume for %d; the %d over were given back (said once)\n",
+			fmt.Fprintf(e.IO.ErrOut, "narad: the node answered %d messages to a consume for %d; the %d over were given back (said once)\n",
 				got, asked, got-asked)
 		})
 	}
@@ -38,20 +38,20 @@ func surplusNotice(f *Factory) func(asked, got int) {
 
 // undecodableNotice reports a message the run could not decode, and what became of it:
 // "narad: message p1 @8: payload is not valid base64: ...; given back; the others go on".
-func undecodableNotice(f *Factory) func(m *client.Message, why error, fate string) {
+func (e runEnv) undecodableNotice() func(m *client.Message, why error, fate string) {
 	return func(m *client.Message, why error, fate string) {
-		fmt.Fprintf(f.IO.ErrOut, "narad: message p%d @%d cannot be decoded (%s): %s\n", m.Partition, m.Offset,
+		fmt.Fprintf(e.IO.ErrOut, "narad: message p%d @%d cannot be decoded (%s): %s\n", m.Partition, m.Offset,
 			render.Escape(render.Cut(why.Error(), 300)), fate)
 	}
 }
 
 // announce says on stderr what a long-running command is doing, on a terminal only:
 // a person watching should know whether messages are being taken.
-func announce(f *Factory, format string, topic, server string) {
-	if !f.IO.IsStderrTTY() {
+func (e runEnv) announce(format string, topic, server string) {
+	if !e.IO.IsStderrTTY() {
 		return
 	}
-	f.runEnv().notice(fmt.Sprintf(format+" (Ctrl-C to stop)", render.Escape(topic), render.Escape(server)))
+	e.notice(fmt.Sprintf(format+" (Ctrl-C to stop)", render.Escape(topic), render.Escape(server)))
 }
 
 // notice writes a line for a person on stderr, broken at spaces to the terminal's
@@ -62,7 +62,7 @@ func (e runEnv) notice(line string) {
 }
 
 // announceSub is sub's announce: what happens to each message printed.
-func announceSub(f *Factory, c *client.Client, topic string, acksWhenRead, noAck bool) {
+func (e runEnv) announceSub(c *client.Client, topic string, acksWhenRead, noAck bool) {
 	what := "acked once printed"
 	switch {
 	case noAck:
@@ -70,5 +70,5 @@ func announceSub(f *Factory, c *client.Client, topic string, acksWhenRead, noAck
 	case acksWhenRead:
 		what = "acked once read"
 	}
-	announce(f, "consuming %s on %s: "+what, topic, c.BaseURL())
+	e.announce("consuming %s on %s: "+what, topic, c.BaseURL())
 }

@@ -69,21 +69,21 @@ func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) 
 
 // renderer builds the renderer for o on f's stdout, through --jq when one was given
 // (f.export); a template that does not parse is a usage error.
-func (o MessageOutput) renderer(f *Factory) (*render.Renderer, error) {
+func (o MessageOutput) renderer(e runEnv) (*render.Renderer, error) {
 	var jq *render.JQ
 	if o.Format == render.JSON {
-		jq = f.export
+		jq = e.export
 	}
 	r, err := render.New(render.Options{
 		JQ:        jq,
-		EscapeJQ:  f.IO.IsStdoutTTY(),
+		EscapeJQ:  e.IO.IsStdoutTTY(),
 		Format:    o.Format,
 		Template:  o.Template,
 		Delimiter: o.Delimiter,
 		UTC:       o.UTC,
 		// A payload must not drive the terminal: raw bytes go to files and pipes.
-		EscapeRaw: o.Format == render.Raw && f.IO.IsStdoutTTY() && !o.UnsafeRaw,
-		Color:     o.Format == render.Text && f.IO.ColorEnabled(),
+		EscapeRaw: o.Format == render.Raw && e.IO.IsStdoutTTY() && !o.UnsafeRaw,
+		Color:     o.Format == render.Text && e.IO.ColorEnabled(),
 	})
 	if err != nil {
 		return nil, usageErrorf("invalid --template: %v (fields: %s)", err, render.TemplateFields())

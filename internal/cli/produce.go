@@ -20,7 +20,8 @@ import (
 // produceMaxConcurrency bounds -j: the client keeps about 64 connections alive.
 const produceMaxConcurrency = 256
 
-type produceOptions struct {
+type ProduceOptions struct {
+	runEnv
 	Topic    string
 	Messages []string // MESSAGE arguments, one message each
 	File     string   // --file; "-" is stdin
@@ -41,21 +42,9 @@ type produceOptions struct {
 	rateSet, paceSet bool
 }
 
-func newProduceCmd(f *Factory) *cobra.Command {
-	return produceCmd(f, produceRun)
-}
-
-// produceCmd parses flags into produceOptions and hands them to run, so tests can
-// check the parsing apart from the sending.
-func produceCmd(f *Factory, run func(*Factory, *produceOptions) error) *cobra.Command {
-	opts := &produceOptions{}
-	var key string
-	var partition int
-	cmd := &cobra.Command{
-		Use:     "produce TOPIC [MESSAGE...]",
-		Aliases: []string{"pub"},
-		Short:   "Produce messages to a topic",
-		Long: `Produce messages to a topic.
+// produceLong is produce's help: where messages come from, how they are sent, and
+// what a stop leaves.
+const produceLong = `Produce messages to a topic.
 
 Each MESSAGE argument is one message. Without arguments the messages come from
 --file F (the whole file is one message, byte for byte; - is stdin) or from stdin
@@ -106,7 +95,22 @@ exact and says from which line to resume without sending anything twice
 (interrupted: lines 1-1173 produced; resume with tail -n +1174). A second Ctrl-C
 abandons them: their messages are counted as unknown (they may have been stored),
 and the summary names those lines and any later ones stored all the same, which
-resuming sends again.`,
+resuming sends again.`
+
+func newProduceCmd(f *Factory) *cobra.Command {
+	return produceCmd(f, produceRun)
+}
+
+// produceCmd parses flags into ProduceOptions and hands them to run, so tests can
+// check the parsing apart from the sending.
+func produceCmd(f *Factory, run func(*ProduceOptions) error) *cobra.Command {
+	opts := &ProduceOptions{}
+	var typed produceFlags
+	cmd := &cobra.Command{
+		Use:     "produce TOPIC [MESSAGE...]",
+		Aliases: []string{"pub"},
+		Short:   "Produce messages to a topic",
+		Long:    produceLong,
 		Example: `  # One message with a key (same key, same partition)
   narad produce orders -k customer-42 '{"order_id": "o1", "amount": 49}'
 
@@ -128,29 +132,30 @@ resuming sends again.`,
   narad produce orders --json --pace 60 --rate 500 < tape.jsonl`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Topic, opts.Messages = args[0], args[1:]
-			if err := validateTopicName(opts.Topic); err != nil {
+			opts.runEnv = f.runEnv()
+			if err := opts.resolve(cmd, args, &typed); err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("key") {
-				opts.Key = &key
-			}
-			if cmd.Flags().Changed("partition") {
-				if partition < 0 {
-					return usageErrorf("invalid --partition %d (a partition is 0 or more)", partition)
-				}
-				opts.Partition = &partition
-			}
-			opts.rateSet, opts.paceSet = cmd.Flags().Changed("rate"), cmd.Flags().Changed("pace")
-			if err := opts.validate(); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return run(opts)
 		},
 	}
+	addProduceFlags(cmd, opts, &typed)
+	return cmd
+}
+
+// produceFlags are the flags of produce resolved before they go into ProduceOptions,
+// as typed.
+type produceFlags struct {
+	key       string
+	partition int
+}
+
+// addProduceFlags adds produce's flags: where the messages come from, where they go,
+// and how fast.
+func addProduceFlags(cmd *cobra.Command, opts *ProduceOptions, typed *produceFlags) {
 	fl := cmd.Flags()
-	fl.StringVarP(&key, "key", "k", "", "message key (same key, same partition)")
-	fl.IntVar(&partition, "partition", 0, "pin every message to this partition")
+	fl.StringVarP(&typed.key, "key", "k", "", "message key (same key, same partition)")
+	fl.IntVar(&typed.partition, "partition", 0, "pin every message to this partition")
 	fl.StringVarP(&opts.File, "file", "f", "", "read the message (or with --lines/--json, the messages) from this file; - is stdin")
 	fl.BoolVarP(&opts.Lines, "lines", "l", false, "one message per line of input")
 	fl.BoolVar(&opts.JSON, "json", false, "one message per line, in the shape of sub -o json")
@@ -159,10 +164,28 @@ resuming sends again.`,
 	fl.BoolVar(&opts.KeepPartition, "keep-partition", false, "with --json, send each line to its own partition (restore a topic)")
 	fl.Float64Var(&opts.Rate, "rate", 0, "at most this many messages a second, across all requests")
 	fl.Float64Var(&opts.Pace, "pace", 0, "with --json, send lines at their timestamps' spacing, this many times faster (1 real time)")
-	return cmd
 }
 
-func (o *produceOptions) validate() error {
+// resolve reads the arguments and the typed flags into o and checks them together.
+func (o *ProduceOptions) resolve(cmd *cobra.Command, args []string, typed *produceFlags) error {
+	o.Topic, o.Messages = args[0], args[1:]
+	if err := validateTopicName(o.Topic); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("key") {
+		o.Key = &typed.key
+	}
+	if cmd.Flags().Changed("partition") {
+		if typed.partition < 0 {
+			return usageErrorf("invalid --partition %d (a partition is 0 or more)", typed.partition)
+		}
+		o.Partition = &typed.partition
+	}
+	o.rateSet, o.paceSet = cmd.Flags().Changed("rate"), cmd.Flags().Changed("pace")
+	return o.validate()
+}
+
+func (o *ProduceOptions) validate() error {
 	switch {
 	case o.Lines && o.JSON:
 		return usageErrorf("--lines and --json cannot be used together (--json reads lines already)")
@@ -191,22 +214,22 @@ func (o *produceOptions) validate() error {
 // produceRun wires the options to the producer engine and prints what it reports:
 // a line per failed message, a progress line on a terminal, the summary and, when the
 // run stopped early, where to resume.
-func produceRun(f *Factory, opts *produceOptions) error {
-	src, where, closeIn, err := produceInput(f, opts)
+func produceRun(opts *ProduceOptions) error {
+	src, where, closeIn, err := produceInput(opts)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
 
-	c, err := f.Client()
+	c, err := opts.Client()
 	if err != nil {
 		return err
 	}
 	defer c.CloseIdleConnections()
-	st := &produceState{f: f, where: where, start: f.Now(), keepPartition: opts.KeepPartition}
+	st := &produceState{e: opts.runEnv, where: where, start: opts.Now(), keepPartition: opts.KeepPartition}
 	var pacer *producer.Pacer
 	if opts.Pace > 0 {
-		pacer = producer.Paced(src, opts.Pace, f.Signals.Soft)
+		pacer = producer.Paced(src, opts.Pace, opts.Signals.Soft)
 		src = pacer
 	}
 	p := producer.New(c, src, producer.Options{
@@ -216,12 +239,12 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		Partitions: keptPartitions(c, opts),
 		// The first signal stops the reading and lets the requests out finish; the
 		// second (Hard) abandons them.
-		Stop:      f.Signals.Soft,
+		Stop:      opts.Signals.Soft,
 		OnFailure: st.reportFailure,
 	})
 	stopProgress := func() {}
-	if f.IO.IsStderrTTY() {
-		st.progress = newProgressLine(f.IO.ErrOut)
+	if opts.IO.IsStderrTTY() {
+		st.progress = newProgressLine(opts.IO.ErrOut)
 		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, func() string {
 			s := p.Stats()
 			line := fmt.Sprintf("produced %s (%s)…", plural(s.Produced, "message"), formatBytes(s.Bytes))
@@ -231,7 +254,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 			return line
 		})
 	}
-	if where == "stdin" && f.IO.IsStdinTTY() {
+	if where == "stdin" && opts.IO.IsStdinTTY() {
 		what := "one message"
 		if opts.Lines || opts.JSON {
 			what = "messages, one a line,"
@@ -239,7 +262,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 		st.printf("narad: reading %s from stdin until end of input (Ctrl-D)\n", what)
 	}
 
-	res := p.Run(f.Signals.Hard)
+	res := p.Run(opts.Signals.Hard)
 	stopProgress()
 	if pacer != nil {
 		if b := pacer.FirstBehind(); b != nil {
@@ -252,7 +275,7 @@ func produceRun(f *Factory, opts *produceOptions) error {
 	st.summary(&res)
 	switch {
 	case res.Fatal != nil:
-		return f.runEnv().apiFatal(c, res.Fatal, opts.Topic)
+		return opts.apiFatal(c, res.Fatal, opts.Topic)
 	case res.ReadErr != nil:
 		return exitWith(ExitFailed, fmt.Errorf("cannot read %s: %v (messages read before it were sent)", where, res.ReadErr))
 	case res.Stopped || res.Failed > 0 || res.Unknown > 0:
@@ -262,14 +285,14 @@ func produceRun(f *Factory, opts *produceOptions) error {
 }
 
 // produceInput opens what the messages are read from and names it for reports.
-func produceInput(f *Factory, opts *produceOptions) (src producer.Source, where string, closeIn func(), err error) {
+func produceInput(opts *ProduceOptions) (src producer.Source, where string, closeIn func(), err error) {
 	closeIn = func() {}
 	if len(opts.Messages) > 0 {
 		return producer.Args(opts.Messages), "arguments", closeIn, nil
 	}
-	in, where := f.IO.In, "stdin"
+	in, where := opts.IO.In, "stdin"
 	if opts.File == "" || opts.File == "-" {
-		if err := f.runEnv().claimStdin("messages", "give them as arguments or with --file FILE"); err != nil {
+		if err := opts.claimStdin("messages", "give them as arguments or with --file FILE"); err != nil {
 			return nil, "", closeIn, err
 		}
 	} else {
@@ -295,7 +318,7 @@ func produceInput(f *Factory, opts *produceOptions) (src producer.Source, where 
 
 // produceState prints for one run.
 type produceState struct {
-	f        *Factory
+	e        runEnv
 	where    string // "stdin", "file x", "arguments"
 	start    time.Time
 	progress *progressLine
@@ -340,7 +363,7 @@ func (st *produceState) printf(format string, a ...any) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	io.WriteString(st.f.IO.ErrOut, line)
+	io.WriteString(st.e.IO.ErrOut, line)
 }
 
 // summary prints the closing line, always: after a fatal error only if something was
@@ -350,7 +373,7 @@ func (st *produceState) summary(res *producer.Result) {
 	if res.Fatal != nil && res.Produced == 0 && res.Failed == 0 && res.Unknown == 0 {
 		return
 	}
-	st.printf("%s\n", produceSummary(res.Stats, st.f.Now().Sub(st.start)))
+	st.printf("%s\n", produceSummary(res.Stats, st.e.Now().Sub(st.start)))
 	if line := resumeLine(res, st.where); line != "" {
 		st.printf("%s\n", line)
 	}
@@ -431,7 +454,7 @@ func resumeLine(res *producer.Result, where string) string {
 
 // keptPartitions asks the topic's partition count for --keep-partition, so that the
 // lines of a partition the target lacks fail without a request each (nil otherwise).
-func keptPartitions(c *client.Client, opts *produceOptions) func(context.Context) (int, error) {
+func keptPartitions(c *client.Client, opts *ProduceOptions) func(context.Context) (int, error) {
 	if !opts.KeepPartition {
 		return nil
 	}

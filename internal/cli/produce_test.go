@@ -213,8 +213,8 @@ func TestProduceFlags(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			ios, _, _, _ := iostreams.Test()
 			f := &Factory{IO: ios}
-			var got *produceOptions
-			cmd := produceCmd(f, func(_ *Factory, o *produceOptions) error { got = o; return nil })
+			var got *ProduceOptions
+			cmd := produceCmd(f, func(o *ProduceOptions) error { got = o; return nil })
 			cmd.SetArgs(tt.args)
 			cmd.SetOut(io.Discard)
 			cmd.SetErr(io.Discard)
@@ -230,8 +230,8 @@ func TestProduceFlags(t *testing.T) {
 
 	// An empty key is still a key: -k "" is sent as key=.
 	ios, _, _, _ := iostreams.Test()
-	var got *produceOptions
-	cmd := produceCmd(&Factory{IO: ios}, func(_ *Factory, o *produceOptions) error { got = o; return nil })
+	var got *ProduceOptions
+	cmd := produceCmd(&Factory{IO: ios}, func(o *ProduceOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"t", "a", "-k", "", "--partition", "0"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

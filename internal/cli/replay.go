@@ -16,6 +16,7 @@ import (
 
 // ReplayOptions are replay's flags, resolved: replayRun never asks cobra what was given.
 type ReplayOptions struct {
+	runEnv
 	Topic string
 	// Partition and Offset are nil unless given (Offset only with a Partition).
 	Partition *int
@@ -37,15 +38,9 @@ func newReplayCmd(f *Factory) *cobra.Command {
 
 // replayCmd parses flags into ReplayOptions and hands them to run, so tests can check
 // the parsing apart from the reading.
-func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Command {
+func replayCmd(f *Factory, run func(*ReplayOptions) error) *cobra.Command {
 	opts := &ReplayOptions{}
-	var (
-		partition  int
-		offset, to int64
-		out        outputFlags
-		find       findFlags
-		times      timeFlags
-	)
+	var typed replayFlags
 	cmd := &cobra.Command{
 		Use:   "replay TOPIC",
 		Short: "Read a topic's history by position, taking nothing",
@@ -67,75 +62,99 @@ func replayCmd(f *Factory, run func(*Factory, *ReplayOptions) error) *cobra.Comm
 			"  narad replay orders --follow --jq .key",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Topic = args[0]
-			if err := validateTopicName(opts.Topic); err != nil {
+			opts.runEnv = f.runEnv()
+			if err := opts.resolve(cmd, args, &typed); err != nil {
 				return err
 			}
-			changed := cmd.Flags().Changed
-			switch {
-			case changed("count") && changed("to"):
-				return usageErrorf("--count and --to cannot be used together (stop by one or the other)")
-			case opts.Count < 0:
-				return usageErrorf("--count must not be negative, not %d", opts.Count)
-			case changed("to") && to < 0:
-				// -1 is the flag's "up to the tail"; typed, a negative offset is a mistake.
-				return usageErrorf("--to must be 0 or more (an offset)")
-			}
-			if changed("to") {
-				opts.To = &to
-			}
-			if changed("partition") {
-				if partition < 0 {
-					return usageErrorf("--partition must be 0 or more")
-				}
-				opts.Partition = &partition
-			}
-			if changed("offset") {
-				if opts.Partition == nil {
-					return usageErrorf("--offset needs --partition")
-				}
-				if offset < 0 {
-					return usageErrorf("--offset must be 0 or more")
-				}
-				opts.Offset = &offset
-			}
-			if err := startConflicts(changed, "offset"); err != nil {
-				return err
-			}
-			tr, err := times.resolve(f, changed)
-			if err != nil {
-				return err
-			}
-			opts.Time = tr
-			o, err := out.resolve(changed)
-			if err != nil {
-				return err
-			}
-			opts.Output = o
-			if opts.Find.Stats != "" && opts.Find.Stats != "text" && opts.Find.Stats != "json" {
-				return usageErrorf("invalid --stats %q (text or json)", opts.Find.Stats)
-			}
-			if opts.Find.Match, err = find.resolve(changed); err != nil {
-				return err
-			}
-			return run(f, opts)
+			return run(opts)
 		},
 	}
-	fl := cmd.Flags()
-	fl.IntVar(&partition, "partition", -1, "read only this partition")
-	fl.Int64Var(&offset, "offset", -1, "start at this offset (needs --partition)")
-	fl.IntVar(&opts.Count, "count", 0, "stop after N messages")
-	fl.Int64Var(&to, "to", -1, "stop after offset M (inclusive)")
-	fl.BoolVar(&opts.Follow, "follow", false, "keep polling at the tail for new messages")
-	times.addFlags(cmd, "with --follow,")
-	out.addFlags(cmd)
-	find.addFlags(cmd)
-	fl.StringVar(&opts.Find.Stats, "stats", "", "at the end, say on stderr how many messages were read and how many matched: text (a table) or json")
-	fl.Lookup("stats").NoOptDefVal = "text"
+	addReplayFlags(cmd, opts, &typed)
 	return cmd
 }
 
-func replayRun(f *Factory, opts *ReplayOptions) error {
+// replayFlags are the flags of replay resolved before they go into ReplayOptions, as
+// typed.
+type replayFlags struct {
+	partition  int
+	offset, to int64
+	out        outputFlags
+	find       findFlags
+	times      timeFlags
+}
+
+// addReplayFlags adds replay's flags: where it starts and stops, what it shows.
+func addReplayFlags(cmd *cobra.Command, opts *ReplayOptions, typed *replayFlags) {
+	fl := cmd.Flags()
+	fl.IntVar(&typed.partition, "partition", -1, "read only this partition")
+	fl.Int64Var(&typed.offset, "offset", -1, "start at this offset (needs --partition)")
+	fl.IntVar(&opts.Count, "count", 0, "stop after N messages")
+	fl.Int64Var(&typed.to, "to", -1, "stop after offset M (inclusive)")
+	fl.BoolVar(&opts.Follow, "follow", false, "keep polling at the tail for new messages")
+	typed.times.addFlags(cmd, "with --follow,")
+	typed.out.addFlags(cmd)
+	typed.find.addFlags(cmd)
+	fl.StringVar(&opts.Find.Stats, "stats", "", "at the end, say on stderr how many messages were read and how many matched: text (a table) or json")
+	fl.Lookup("stats").NoOptDefVal = "text"
+}
+
+// resolve reads the arguments and the typed flags into opts and checks them together.
+func (opts *ReplayOptions) resolve(cmd *cobra.Command, args []string, typed *replayFlags) error {
+	opts.Topic = args[0]
+	if err := validateTopicName(opts.Topic); err != nil {
+		return err
+	}
+	changed := cmd.Flags().Changed
+	switch {
+	case changed("count") && changed("to"):
+		return usageErrorf("--count and --to cannot be used together (stop by one or the other)")
+	case opts.Count < 0:
+		return usageErrorf("--count must not be negative, not %d", opts.Count)
+	case changed("to") && typed.to < 0:
+		// -1 is the flag's "up to the tail"; typed, a negative offset is a mistake.
+		return usageErrorf("--to must be 0 or more (an offset)")
+	}
+	if changed("to") {
+		opts.To = &typed.to
+	}
+	if changed("partition") {
+		if typed.partition < 0 {
+			return usageErrorf("--partition must be 0 or more")
+		}
+		opts.Partition = &typed.partition
+	}
+	if changed("offset") {
+		if opts.Partition == nil {
+			return usageErrorf("--offset needs --partition")
+		}
+		if typed.offset < 0 {
+			return usageErrorf("--offset must be 0 or more")
+		}
+		opts.Offset = &typed.offset
+	}
+	if err := startConflicts(changed, "offset"); err != nil {
+		return err
+	}
+	tr, err := typed.times.resolve(opts.Now, changed)
+	if err != nil {
+		return err
+	}
+	opts.Time = tr
+	o, err := typed.out.resolve(changed)
+	if err != nil {
+		return err
+	}
+	opts.Output = o
+	if opts.Find.Stats != "" && opts.Find.Stats != "text" && opts.Find.Stats != "json" {
+		return usageErrorf("invalid --stats %q (text or json)", opts.Find.Stats)
+	}
+	if opts.Find.Match, err = typed.find.resolve(changed); err != nil {
+		return err
+	}
+	return nil
+}
+
+func replayRun(opts *ReplayOptions) error {
 	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromOldest, To: -1,
 		Count: opts.Count, Follow: opts.Follow}
 	if opts.To != nil {
@@ -144,27 +163,27 @@ func replayRun(f *Factory, opts *ReplayOptions) error {
 	if opts.Offset != nil {
 		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
-	opts.Time.apply(f, &ro)
-	return runReplay(f, opts.Output, ro, 0, opts.Find)
+	opts.Time.apply(opts.runEnv, &ro)
+	return runReplay(opts.runEnv, opts.Output, ro, 0, opts.Find)
 }
 
 // runReplay prints a replay with the output flags; sub --peek shares it. A timeout
 // (peek's --timeout) ends it, with exit 3 when ro.Count was not reached. With a
 // matcher only the messages it keeps are printed, and ro.Count counts those.
-func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Duration, find findOptions) error {
-	r, err := out.renderer(f)
+func runReplay(e runEnv, out MessageOutput, ro replay.Options, timeout time.Duration, find findOptions) error {
+	r, err := out.renderer(e)
 	if err != nil {
 		return err
 	}
-	c, err := f.Client()
+	c, err := e.Client()
 	if err != nil {
 		return err
 	}
-	sctx, cancel := f.Context()
+	sctx, cancel := e.Context()
 	defer cancel()
 	// A reader that went away while the read waits at the tail (--follow, --peek) ends
 	// the run as a closed stdout would: exit 0.
-	readerGone, stopWatch := consumer.WatchReader(f.IO.Out)
+	readerGone, stopWatch := consumer.WatchReader(e.IO.Out)
 	defer stopWatch()
 	rctx, cancelRead := context.WithCancel(sctx)
 	defer cancelRead()
@@ -199,7 +218,7 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 		if err != nil {
 			return err
 		}
-		if err := writeAll(f.IO.Out, buf); err != nil {
+		if err := writeAll(e.IO.Out, buf); err != nil {
 			if consumer.IsClosedOutput(err) {
 				return replay.ErrStop
 			}
@@ -212,9 +231,9 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 	})
 	if err == nil || read > 0 || ctx.Err() != nil {
 		// (Nothing read before a fatal error says nothing: the error line does.)
-		readStats(f, find.Stats, int64(read), int64(n))
+		e.readStats(find.Stats, int64(read), int64(n))
 	}
-	filterFailures(f, mt)
+	e.filterFailures(mt)
 	ro.Count = count
 	switch {
 	case sctx.Err() != nil:
@@ -225,7 +244,7 @@ func runReplay(f *Factory, out MessageOutput, ro replay.Options, timeout time.Du
 		if errors.Is(err, replay.ErrNoSuchPartition) {
 			return usageErrorf("%v", err)
 		}
-		return f.runEnv().apiFatal(c, err, ro.Topic)
+		return e.apiFatal(c, err, ro.Topic)
 	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
 	}

@@ -32,7 +32,8 @@ const (
 	settleLinger = 50 * time.Millisecond
 )
 
-type settleOptions struct {
+type SettleOptions struct {
+	runEnv
 	Name    string // ack, extend or nack
 	Action  client.Action
 	Topic   string
@@ -77,8 +78,8 @@ var settleExamples = map[string]string{
 		"    narad nack orders -",
 }
 
-func settleCmd(f *Factory, name string, a client.Action, run func(*Factory, *settleOptions) error) *cobra.Command {
-	opts := &settleOptions{Name: name, Action: a}
+func settleCmd(f *Factory, name string, a client.Action, run func(*SettleOptions) error) *cobra.Command {
+	opts := &SettleOptions{Name: name, Action: a}
 	cmd := &cobra.Command{
 		Use:   name + " TOPIC HANDLE...",
 		Short: settleShort[name],
@@ -102,6 +103,7 @@ other failure.`,
 		Example: settleExamples[name],
 		Args:    minArgs(1, "a topic and receipt handles (or - for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.runEnv = f.runEnv()
 			opts.Topic, opts.Handles = args[0], args[1:]
 			if err := validateTopicName(opts.Topic); err != nil {
 				return err
@@ -110,11 +112,11 @@ other failure.`,
 				return err
 			}
 			if slices.Contains(opts.Handles, "-") {
-				if err := f.runEnv().claimStdin("handles", "give them as arguments"); err != nil {
+				if err := opts.claimStdin("handles", "give them as arguments"); err != nil {
 					return err
 				}
 			}
-			return run(f, opts)
+			return run(opts)
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "output format: text (failures on stderr) or json (a result per handle on stdout)")
@@ -122,7 +124,7 @@ other failure.`,
 	return cmd
 }
 
-func (o *settleOptions) validate() error {
+func (o *SettleOptions) validate() error {
 	if o.Output != "text" && o.Output != "json" {
 		return usageErrorf("invalid --output %q (text or json)", o.Output)
 	}
@@ -345,30 +347,17 @@ type settleResultJSON struct {
 	Error         string `json:"error,omitempty"`
 }
 
-func settleRun(f *Factory, opts *settleOptions) error {
-	c, err := f.Client()
+func settleRun(opts *SettleOptions) error {
+	c, err := opts.Client()
 	if err != nil {
 		return err
 	}
 	// The first signal stops at once: in-flight requests and retries are cut, and
 	// every handle not confirmed is listed so that it can be sent again.
-	ctx, cancel := f.Context()
+	ctx, cancel := opts.Context()
 	defer cancel()
-	rd := newHandleReader(ctx, f.IO.In, opts.Handles)
-
-	var total, gone, failed, malformed int
-	var unconfirmed []pendingSettle
-	var unsent []settleItem // gathered when the signal came
-	outClosed := false
-	report := func(it settleItem) bool {
-		total++
-		if it.err != nil {
-			failed++
-			fmt.Fprintf(f.IO.ErrOut, "narad: %s: %v\n", it.where, it.err)
-			return false
-		}
-		return true
-	}
+	rd := newHandleReader(ctx, opts.IO.In, opts.Handles)
+	t := &settleTally{opts: opts}
 	for ctx.Err() == nil {
 		batch, ok := gather(ctx, rd.items)
 		if !ok {
@@ -377,10 +366,10 @@ func settleRun(f *Factory, opts *settleOptions) error {
 		var handles []string
 		for _, it := range batch {
 			if ctx.Err() != nil {
-				unsent = append(unsent, it)
+				t.unsent = append(t.unsent, it)
 				continue
 			}
-			if report(it) {
+			if t.take(it) {
 				handles = append(handles, it.handle)
 			}
 		}
@@ -389,68 +378,108 @@ func settleRun(f *Factory, opts *settleOptions) error {
 		}
 		results, err := c.Settle(ctx, opts.Topic, opts.Action, handles)
 		if err != nil && ctx.Err() == nil {
-			return f.runEnv().apiFatal(c, err, opts.Topic)
+			return opts.apiFatal(c, err, opts.Topic)
 		}
-		for _, r := range results {
-			switch {
-			case r.Status == http.StatusNoContent:
-			case r.Status == http.StatusGone:
-				gone++
-			case r.Status == http.StatusBadRequest:
-				malformed++ // not a handle (400 receipt handle is malformed): invalid input
-			default:
-				failed++
-			}
-			if r.Unconfirmed() {
-				unconfirmed = append(unconfirmed, pendingSettle{opts.Name, r.Handle})
-			}
-			if opts.Output == "json" {
-				if outClosed {
-					continue
-				}
-				if err := f.runEnv().writeJSON(f.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
-					if !consumer.IsClosedOutput(err) {
-						return jsonDone(err)
-					}
-					outClosed = true // | head: keep settling, stop printing
-				}
-				continue
-			}
-			if ctx.Err() != nil && r.Unconfirmed() {
-				continue // cut by the signal: the list below says it
-			}
-			if line := settleFailureLine(opts.Name, r); line != "" {
-				fmt.Fprintln(f.IO.ErrOut, line)
-			}
+		if err := t.results(ctx, results); err != nil {
+			return err
 		}
 	}
 	if ctx.Err() != nil {
-		rest, after, unread := rd.leftovers()
-		for _, it := range append(unsent, rest...) {
-			if report(it) {
-				unconfirmed = append(unconfirmed, pendingSettle{opts.Name, it.handle})
-			}
-		}
-		writeUnconfirmed(f, opts.Topic, unconfirmed)
-		if unread {
-			fmt.Fprintf(f.IO.ErrOut, "narad: stopped reading stdin after line %d\n", after)
-		}
-		return exitWith(ExitFailed, nil) // a signal: the exit code says it
+		return t.stopped(rd)
 	}
-	writeUnconfirmed(f, opts.Topic, unconfirmed)
+	opts.writeUnconfirmed(opts.Topic, t.unconfirmed)
 	if err := <-rd.readErr; err != nil {
 		return exitWith(ExitFailed, fmt.Errorf("cannot read stdin: %v (handles read before it were settled)", err))
 	}
+	return t.exit()
+}
+
+// settleTally is what a settle run counts and keeps, and says per handle.
+type settleTally struct {
+	opts                           *SettleOptions
+	total, gone, failed, malformed int
+	unconfirmed                    []pendingSettle
+	unsent                         []settleItem // gathered when the signal came
+	outClosed                      bool
+}
+
+// take counts an item read; false for a line that holds no handle (said on stderr).
+func (t *settleTally) take(it settleItem) bool {
+	t.total++
+	if it.err != nil {
+		t.failed++
+		fmt.Fprintf(t.opts.IO.ErrOut, "narad: %s: %v\n", it.where, it.err)
+		return false
+	}
+	return true
+}
+
+// results counts the node's answers and reports each: a line on stderr for each
+// one that failed, or with -o json a result per handle on stdout.
+func (t *settleTally) results(ctx context.Context, results []client.SettleResult) error {
+	for _, r := range results {
+		switch {
+		case r.Status == http.StatusNoContent:
+		case r.Status == http.StatusGone:
+			t.gone++
+		case r.Status == http.StatusBadRequest:
+			t.malformed++ // not a handle (400 receipt handle is malformed): invalid input
+		default:
+			t.failed++
+		}
+		if r.Unconfirmed() {
+			t.unconfirmed = append(t.unconfirmed, pendingSettle{t.opts.Name, r.Handle})
+		}
+		if t.opts.Output == "json" {
+			if t.outClosed {
+				continue
+			}
+			if err := t.opts.writeJSON(t.opts.IO.Out, settleResultJSON{r.Handle, r.Status, r.Err}); err != nil {
+				if !consumer.IsClosedOutput(err) {
+					return jsonDone(err)
+				}
+				t.outClosed = true // | head: keep settling, stop printing
+			}
+			continue
+		}
+		if ctx.Err() != nil && r.Unconfirmed() {
+			continue // cut by the signal: the list below says it
+		}
+		if line := settleFailureLine(t.opts.Name, r); line != "" {
+			fmt.Fprintln(t.opts.IO.ErrOut, line)
+		}
+	}
+	return nil
+}
+
+// stopped ends a run a signal stopped: every handle taken and not confirmed is
+// listed to be sent again, and where stdin was left.
+func (t *settleTally) stopped(rd *handleReader) error {
+	rest, after, unread := rd.leftovers()
+	for _, it := range append(t.unsent, rest...) {
+		if t.take(it) {
+			t.unconfirmed = append(t.unconfirmed, pendingSettle{t.opts.Name, it.handle})
+		}
+	}
+	t.opts.writeUnconfirmed(t.opts.Topic, t.unconfirmed)
+	if unread {
+		fmt.Fprintf(t.opts.IO.ErrOut, "narad: stopped reading stdin after line %d\n", after)
+	}
+	return exitWith(ExitFailed, nil) // a signal: the exit code says it
+}
+
+// exit is the exit code of a run that read all its input.
+func (t *settleTally) exit() error {
 	switch {
-	case total == 0:
+	case t.total == 0:
 		return usageErrorf("no receipt handles on stdin (one a line, or lines of narad sub -o json)")
-	case failed > 0:
+	case t.failed > 0:
 		// A failure of the node or the network outranks a bad handle: trying again
 		// may cure it.
 		return exitWith(ExitFailed, nil)
-	case malformed > 0:
+	case t.malformed > 0:
 		return exitWith(ExitUsage, nil)
-	case gone > 0:
+	case t.gone > 0:
 		return exitWith(ExitLeaseGone, nil)
 	}
 	return nil

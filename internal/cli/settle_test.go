@@ -204,8 +204,8 @@ func TestSettleUsage(t *testing.T) {
 func TestSettleCmdAction(t *testing.T) {
 	for name, a := range map[string]client.Action{"ack": client.Ack, "extend": client.Extend, "nack": client.Nack} {
 		ios, _, _, _ := iostreams.Test()
-		var got *settleOptions
-		cmd := settleCmd(&Factory{IO: ios}, name, a, func(_ *Factory, o *settleOptions) error { got = o; return nil })
+		var got *SettleOptions
+		cmd := settleCmd(&Factory{IO: ios}, name, a, func(o *SettleOptions) error { got = o; return nil })
 		cmd.SetArgs([]string{"orders", "h1", "h2"})
 		if err := cmd.Execute(); err != nil {
 			t.Fatal(err)
@@ -278,7 +278,7 @@ func TestGather(t *testing.T) {
 func TestWriteUnconfirmedPastesCleanly(t *testing.T) {
 	ios, _, _, errOut := iostreams.Test()
 	f := &Factory{IO: ios}
-	writeUnconfirmed(f, "orders", []pendingSettle{{"ack", "4:0:1"}, {"nack", "4:0:2"}, {"ack", "EOF"}})
+	f.runEnv().writeUnconfirmed("orders", []pendingSettle{{"ack", "4:0:1"}, {"nack", "4:0:2"}, {"ack", "EOF"}})
 	want := "narad: 2 acks and 1 nack not confirmed by the node; to send again, paste:\n" +
 		"narad ack orders - <<'EOF_'\n4:0:1\nEOF\nEOF_\n" +
 		"narad nack orders - <<'EOF'\n4:0:2\nEOF\n"
@@ -286,7 +286,7 @@ func TestWriteUnconfirmedPastesCleanly(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	errOut.Reset()
-	writeUnconfirmed(f, "orders", nil)
+	f.runEnv().writeUnconfirmed("orders", nil)
 	if errOut.Len() != 0 {
 		t.Errorf("nothing to list printed %q", errOut.String())
 	}

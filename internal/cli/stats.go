@@ -18,17 +18,17 @@ import (
 
 // statsOut is stderr, on a fresh line: on a terminal a Ctrl-C was echoed as ^C
 // where the cursor was.
-func statsOut(f *Factory) io.Writer {
-	if f.IO.IsStderrTTY() && f.Signals.Received() == syscall.SIGINT {
-		_, _ = io.WriteString(f.IO.ErrOut, "\n")
+func (e runEnv) statsOut() io.Writer {
+	if e.IO.IsStderrTTY() && e.Signals.Received() == syscall.SIGINT {
+		_, _ = io.WriteString(e.IO.ErrOut, "\n")
 	}
-	return f.IO.ErrOut
+	return e.IO.ErrOut
 }
 
 // printStats writes the counters on stderr: asked for, or on a terminal (one line
 // there). An all-zero summary in front of a fatal error says nothing, so none is shown.
-func printStats(f *Factory, mode string, s consumer.Stats, fatal bool) {
-	if mode == "" && !f.IO.IsStderrTTY() {
+func (e runEnv) printStats(mode string, s consumer.Stats, fatal bool) {
+	if mode == "" && !e.IO.IsStderrTTY() {
 		return
 	}
 	pairs := s.Pairs()
@@ -41,30 +41,30 @@ func printStats(f *Factory, mode string, s consumer.Stats, fatal bool) {
 	if fatal && zero && mode != "json" {
 		return
 	}
-	w := statsOut(f)
+	w := e.statsOut()
 	switch mode {
 	case "json":
 		_ = s.WriteJSON(w)
 	case "":
 		_, _ = io.WriteString(w, render.SummaryLine(counts)+"\n")
 	default:
-		_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+		_ = render.SummaryTable(w, e.IO.ColorEnabledStderr(), e.IO.IsStderrTTY(), counts)
 	}
 }
 
 // readStats writes what a read went through on stderr, when --stats asked: how many
 // messages were read and how many matched (were shown).
-func readStats(f *Factory, mode string, read, matched int64) {
+func (e runEnv) readStats(mode string, read, matched int64) {
 	if mode == "" {
 		return
 	}
-	w := statsOut(f)
+	w := e.statsOut()
 	if mode == "json" {
 		fmt.Fprintf(w, "{\"read\":%d,\"matched\":%d}\n", read, matched)
 		return
 	}
 	counts := []render.Count{{Name: "read", N: read}, {Name: "matched", N: matched}}
-	_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+	_ = render.SummaryTable(w, e.IO.ColorEnabledStderr(), e.IO.IsStderrTTY(), counts)
 }
 
 // canaryJSON is --stats=json for a canary; durations in seconds.
@@ -84,11 +84,11 @@ type canaryJSON struct {
 
 // printCanaryStats writes the canary's counters on stderr: --stats text (a table),
 // json (one object), or without --stats one line on a terminal only.
-func printCanaryStats(f *Factory, mode string, st supervisor.CanaryStats) {
-	if mode == "" && !f.IO.IsStderrTTY() {
+func (e runEnv) printCanaryStats(mode string, st supervisor.CanaryStats) {
+	if mode == "" && !e.IO.IsStderrTTY() {
 		return
 	}
-	w := statsOut(f)
+	w := e.statsOut()
 	codes := slices.Sorted(func(yield func(int) bool) {
 		for c := range st.ExitCodes {
 			if !yield(c) {
@@ -117,6 +117,6 @@ func printCanaryStats(f *Factory, mode string, st supervisor.CanaryStats) {
 		_, _ = io.WriteString(w, render.SummaryLine(counts)+"; "+durations+"\n")
 		return
 	}
-	_ = render.SummaryTable(w, f.IO.ColorEnabledStderr(), f.IO.IsStderrTTY(), counts)
+	_ = render.SummaryTable(w, e.IO.ColorEnabledStderr(), e.IO.IsStderrTTY(), counts)
 	_, _ = io.WriteString(w, durations+"\n")
 }

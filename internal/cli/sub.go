@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 // SubOptions are sub's flags, resolved: what was given and what was not is in the
 // fields themselves (nil pointers, zero durations), so no run function asks cobra.
 type SubOptions struct {
+	runEnv
 	Topic string
 	// Partition is nil unless --partition was given.
 	Partition *int
@@ -67,6 +69,8 @@ type SubOptions struct {
 	ShutdownGrace time.Duration
 	// MetricsAddr is --metrics-addr: where /metrics and the probes are served ("": not).
 	MetricsAddr string
+	// ScreenClient is hold mode's client, whose own lines go to the screen (w).
+	ScreenClient func(w io.Writer) (*client.Client, error)
 }
 
 // subFlags are the flags of sub that are resolved before they go into SubOptions,
@@ -86,7 +90,7 @@ func newSubCmd(f *Factory) *cobra.Command {
 
 // subCmd parses flags into SubOptions and hands them to run, so tests can check the
 // parsing apart from the consuming.
-func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
+func subCmd(f *Factory, run func(*SubOptions) error) *cobra.Command {
 	opts := &SubOptions{}
 	var typed subFlags
 	cmd := &cobra.Command{
@@ -123,10 +127,11 @@ func subCmd(f *Factory, run func(*Factory, *SubOptions) error) *cobra.Command {
 			"      -- /opt/shop/handle-order",
 		Args: minArgs(1, "a topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.resolve(f, cmd, args, &typed); err != nil {
+			opts.runEnv, opts.ScreenClient = f.runEnv(), f.screenClient
+			if err := opts.resolve(cmd, args, &typed); err != nil {
 				return err
 			}
-			return run(f, opts)
+			return run(opts)
 		},
 	}
 	addSubFlags(cmd, opts, &typed)
@@ -162,7 +167,7 @@ func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 
 // resolve reads the arguments and the typed flags into opts and checks them
 // together: every usage error is found here, before anything runs.
-func (opts *SubOptions) resolve(f *Factory, cmd *cobra.Command, args []string, typed *subFlags) error {
+func (opts *SubOptions) resolve(cmd *cobra.Command, args []string, typed *subFlags) error {
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 		if dash != 1 {
 			return usageErrorf("sub takes one topic before -- COMMAND")
@@ -197,7 +202,7 @@ func (opts *SubOptions) resolve(f *Factory, cmd *cobra.Command, args []string, t
 	if opts.Match, err = typed.find.resolve(changed); err != nil {
 		return err
 	}
-	if opts.Time, err = peekTimes(f, &typed.times, opts.Peek, changed); err != nil {
+	if opts.Time, err = peekTimes(opts.Now, &typed.times, opts.Peek, changed); err != nil {
 		return err
 	}
 	if opts.Command != nil {
@@ -267,23 +272,23 @@ func (opts *SubOptions) validatePrint(changed func(string) bool) error {
 }
 
 // subRun runs the mode the flags chose.
-func subRun(f *Factory, opts *SubOptions) error {
+func subRun(opts *SubOptions) error {
 	if opts.Interactive {
-		return holdRun(f, opts)
+		return holdRun(opts)
 	}
 	if opts.Peek {
 		// Replay reads: a stream all the same, without the consume loop.
-		f.tune.stream(consumer.Pipelining{})
+		opts.tune.stream(consumer.Pipelining{})
 	}
 	switch {
 	case opts.Peek && opts.Command != nil:
-		return canaryRun(f, opts)
+		return canaryRun(opts)
 	case opts.Peek:
-		return peekRun(f, opts)
+		return peekRun(opts)
 	case opts.Command != nil:
-		return execRun(f, opts)
+		return execRun(opts)
 	}
-	return printRun(f, opts)
+	return printRun(opts)
 }
 
 // consumeMode is what a consuming mode adds to the core once the client is there:
@@ -295,13 +300,13 @@ type consumeMode func(c *client.Client, co *consumer.Options, m *subMetrics) (co
 // the consume loop over the shared flags with its notices, the signals (the first
 // stops taking; what still settles gets --shutdown-grace; the second abandons it),
 // and at the end the counters, the leftovers and the exit code.
-func consumeRun(f *Factory, opts *SubOptions, mode consumeMode) error {
-	m, err := startMetrics(f, opts)
+func consumeRun(opts *SubOptions, mode consumeMode) error {
+	m, err := startMetrics(opts)
 	if err != nil {
 		return err
 	}
 	defer m.close()
-	c, err := f.Client(m.hooks()...)
+	c, err := opts.Client(m.hooks()...)
 	if err != nil {
 		return err
 	}
@@ -315,37 +320,37 @@ func consumeRun(f *Factory, opts *SubOptions, mode consumeMode) error {
 		Drain:     opts.Drain,
 		NoAck:     opts.NoAck,
 		Rate:      opts.Rate,
-		Stop:      f.Signals.Soft,
+		Stop:      opts.Signals.Soft,
 	}
-	co.OnNodeLost, co.OnNodeBack = nodeNotices(f, c)
-	co.OnSurplus = surplusNotice(f)
-	co.OnUndecodable = undecodableNotice(f)
+	co.OnNodeLost, co.OnNodeBack = opts.nodeNotices(c)
+	co.OnSurplus = opts.surplusNotice()
+	co.OnUndecodable = opts.undecodableNotice()
 	m.wire(&co)
 	// Settlements still retrying when the grace after a signal ends (for running
 	// commands, or lines in a pipe) are given up then, as at a second signal, and
 	// listed for pasting.
 	ran := make(chan struct{})
 	defer close(ran)
-	co.Abandon = f.Signals.SoftThen(opts.ShutdownGrace, ran)
+	co.Abandon = opts.Signals.SoftThen(opts.ShutdownGrace, ran)
 	h, sup, err := mode(c, &co, m)
 	if err != nil {
 		return err
 	}
 	if sup != nil {
-		defer announceStop(f, sup)()
+		defer opts.announceStop(sup)()
 	}
-	co.OnSingle = f.tune.stream(h.Pipelining())
-	res, err := consumer.Run(f.Signals.Hard, c, h, co)
-	printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
-	writeRunLeftovers(f, opts.Topic, res)
-	return subExit(f, c, opts, res, err, sup)
+	co.OnSingle = opts.tune.stream(h.Pipelining())
+	res, err := consumer.Run(opts.Signals.Hard, c, h, co)
+	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
+	opts.writeRunLeftovers(opts.Topic, res)
+	return subExit(c, opts, res, err, sup)
 }
 
 // subExit is the exit of a consuming run (print, exec, hold) from what became of its
 // messages; sup is exec mode's supervisor, nil in the others.
-func subExit(f *Factory, c *client.Client, opts *SubOptions, res consumer.Result, err error, sup *supervisor.Supervisor) error {
+func subExit(c *client.Client, opts *SubOptions, res consumer.Result, err error, sup *supervisor.Supervisor) error {
 	if err != nil && res.Reason == consumer.StopFailed {
-		return f.runEnv().apiFatal(c, err, opts.Topic)
+		return opts.apiFatal(c, err, opts.Topic)
 	}
 	switch res.Outcome() {
 	case consumer.OutcomeOK, consumer.OutcomeInterrupted:
@@ -406,14 +411,14 @@ func failureSummary(res consumer.Result, sup *supervisor.Supervisor) string {
 // checkDeadLetter says at start that a --dead-letter topic is not there: it would
 // fail only at the last attempt of some message, long after. (Other answers, 403
 // for one, are left to the produce: topic info needs a grant the produce does not.)
-func checkDeadLetter(f *Factory, c *client.Client, topic string) error {
+func (e runEnv) checkDeadLetter(c *client.Client, topic string) error {
 	if topic == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+	ctx, cancel := context.WithTimeout(e.Signals.Hard, 30*time.Second)
 	defer cancel()
 	if _, err := c.Topic(ctx, topic); client.StatusOf(err) == http.StatusNotFound {
-		return f.runEnv().apiFatal(c, fmt.Errorf("--dead-letter: %w", err), topic)
+		return e.apiFatal(c, fmt.Errorf("--dead-letter: %w", err), topic)
 	}
 	return nil
 }

@@ -21,26 +21,26 @@ var canaryRefused = []string{"lease", "retry-delay", "retry-delay-max", "max-att
 // mode, but the messages come from replay reads, as --peek's do, so nothing is leased,
 // acked or nacked and the topic's consumers never notice. A new handler is tried on
 // live traffic this way before it takes any.
-func canaryRun(f *Factory, opts *SubOptions) error {
-	ro := peekReplay(f, opts)
-	c, err := f.Client()
+func canaryRun(opts *SubOptions) error {
+	ro := peekReplay(opts)
+	c, err := opts.Client()
 	if err != nil {
 		return err
 	}
-	can, err := supervisor.NewCanary(commandOptions(f, c, opts))
+	can, err := supervisor.NewCanary(commandOptions(c, opts))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	if f.IO.IsStderrTTY() {
-		f.runEnv().notice(fmt.Sprintf("trying %s on the messages of %s on %s, taking nothing (-j %d)",
+	if opts.IO.IsStderrTTY() {
+		opts.notice(fmt.Sprintf("trying %s on the messages of %s on %s, taking nothing (-j %d)",
 			render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), render.Escape(c.BaseURL()), opts.Concurrency))
-		f.runEnv().notice(fmt.Sprintf("  Ctrl-C: read nothing more, let running commands finish (up to %s)", opts.ShutdownGrace))
+		opts.notice(fmt.Sprintf("  Ctrl-C: read nothing more, let running commands finish (up to %s)", opts.ShutdownGrace))
 	}
-	defer announceStop(f, can)()
+	defer opts.announceStop(can)()
 
 	// The first signal ends the reading (sctx); the commands run under the hard
 	// context, which only the second ends.
-	sctx, cancel := f.Context()
+	sctx, cancel := opts.Context()
 	defer cancel()
 	ctx := sctx
 	if opts.Timeout > 0 {
@@ -48,18 +48,18 @@ func canaryRun(f *Factory, opts *SubOptions) error {
 		ctx, cancelT = context.WithTimeout(sctx, opts.Timeout)
 		defer cancelT()
 	}
-	read := canaryRead{can: can, hard: f.Signals.Hard, match: opts.Match, count: ro.Count}
+	read := canaryRead{can: can, hard: opts.Signals.Hard, match: opts.Match, count: ro.Count}
 	if read.match != nil {
 		ro.Count = 0 // the read goes on until count messages matched
 	}
 	_, err = replay.Run(ctx, c, ro, read.message(ctx))
-	can.Finish(f.Signals.Hard, f.Signals.Soft)
+	can.Finish(opts.Signals.Hard, opts.Signals.Soft)
 	st := can.Stats()
 	if !(err != nil && st.Ran == 0 && opts.Stats != "json") {
 		// (Nothing run before a fatal error says nothing: the error line does.)
-		printCanaryStats(f, opts.Stats, st)
+		opts.printCanaryStats(opts.Stats, st)
 	}
-	filterFailures(f, read.match)
+	opts.filterFailures(read.match)
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Main turns the signal into 130/143
@@ -71,7 +71,7 @@ func canaryRun(f *Factory, opts *SubOptions) error {
 		if errors.Is(err, replay.ErrNoSuchPartition) {
 			return usageErrorf("%v", err)
 		}
-		return f.runEnv().apiFatal(c, err, ro.Topic)
+		return opts.apiFatal(c, err, ro.Topic)
 	}
 	if st.Failed > 0 {
 		return exitWith(ExitFailed, fmt.Errorf("%d of %s failed", st.Failed, countOf(st.Ran, "command", "commands")))

@@ -106,9 +106,9 @@ func (opts *SubOptions) resolveExec(ackExitCodes string) error {
 
 // execRun is exec mode, sub TOPIC -- COMMAND: the consume loop hands each message to
 // the supervisor, which runs the command for it and settles it by its exit.
-func execRun(f *Factory, opts *SubOptions) error {
+func execRun(opts *SubOptions) error {
 	start := time.Now()
-	return consumeRun(f, opts, func(c *client.Client, co *consumer.Options, m *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
+	return consumeRun(opts, func(c *client.Client, co *consumer.Options, m *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
 		if opts.DeadLetter != "" {
 			co.DeadLetterUndecodable = func(ctx context.Context, msg *client.Message) error {
 				return deadLetterAsSent(ctx, c, opts.DeadLetter, msg)
@@ -116,7 +116,7 @@ func execRun(f *Factory, opts *SubOptions) error {
 		}
 		// The run keeps the leases of running commands, at the lease the supervisor's
 		// options were resolved with.
-		sup, lease, err := newSupervisor(f, c, opts, m.wireSupervisor)
+		sup, lease, err := newSupervisor(c, opts, m.wireSupervisor)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -125,7 +125,7 @@ func execRun(f *Factory, opts *SubOptions) error {
 			co.Timeout = max(opts.Timeout-time.Since(start), time.Nanosecond)
 		}
 		co.Lease = lease
-		announceExec(f, c, opts)
+		announceExec(c, opts)
 		return sup, sup, nil
 	})
 }
@@ -165,28 +165,28 @@ func parseExitCodes(s string) ([]int, error) {
 // newSupervisor builds the exec-mode handler and says the lease to keep: --lease, else
 // the topic's visibility timeout, read from topic info.
 // tune, if any, adds to the supervisor's options.
-func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, time.Duration, error) {
+func newSupervisor(c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, time.Duration, error) {
 	lease := opts.Lease
 	if lease == 0 {
 		// The client bounds each attempt; --timeout bounds them all.
-		ctx, cancel := f.Signals.Hard, context.CancelFunc(func() {})
+		ctx, cancel := opts.Signals.Hard, context.CancelFunc(func() {})
 		if opts.Timeout > 0 {
 			ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		}
 		defer cancel()
 		t, err := c.Topic(ctx, opts.Topic)
 		if err != nil {
-			return nil, 0, f.runEnv().apiFatal(c, err, opts.Topic)
+			return nil, 0, opts.apiFatal(c, err, opts.Topic)
 		}
 		lease = t.VisibilityTimeout()
 		if lease <= 0 {
 			lease = 30 * time.Second
 		}
 	}
-	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
+	if err := opts.checkDeadLetter(c, opts.DeadLetter); err != nil {
 		return nil, 0, err
 	}
-	so := commandOptions(f, c, opts)
+	so := commandOptions(c, opts)
 	so.RetryDelay, so.RetryDelayMax = opts.RetryDelay, opts.RetryDelayMax
 	so.MaxAttempts, so.DeadLetter, so.DeadLetterFormat = opts.MaxAttempts, opts.DeadLetter, opts.DeadLetterFormat
 	so.Producer = c
@@ -204,7 +204,7 @@ func newSupervisor(f *Factory, c *client.Client, opts *SubOptions, tune ...func(
 // commandOptions are how a command is run per message, in exec mode and the canary
 // alike: what runs, how many at once, for how long, what its exit means, and what it
 // is told (NARAD_*).
-func commandOptions(f *Factory, c *client.Client, opts *SubOptions) supervisor.Options {
+func commandOptions(c *client.Client, opts *SubOptions) supervisor.Options {
 	return supervisor.Options{
 		Command:           opts.Command,
 		Concurrency:       opts.Concurrency,
@@ -215,25 +215,25 @@ func commandOptions(f *Factory, c *client.Client, opts *SubOptions) supervisor.O
 		Topic:             opts.Topic,
 		Addr:              c.BaseURL(),
 		Prefix:            opts.Prefix,
-		Verbose:           f.global.verbose,
-		Stdout:            f.IO.Out,
-		Stderr:            f.IO.ErrOut,
+		Verbose:           opts.Verbose,
+		Stdout:            opts.IO.Out,
+		Stderr:            opts.IO.ErrOut,
 	}
 }
 
 // announceExec is exec mode's banner on a terminal, as plain sub has one: what runs
 // for each message, how many at once, and what Ctrl-C does to running commands.
-func announceExec(f *Factory, c *client.Client, opts *SubOptions) {
-	if !f.IO.IsStderrTTY() {
+func announceExec(c *client.Client, opts *SubOptions) {
+	if !opts.IO.IsStderrTTY() {
 		return
 	}
 	at := "one at a time"
 	if opts.Concurrency > 1 {
 		at = fmt.Sprintf("%d at a time", opts.Concurrency)
 	}
-	f.runEnv().notice(fmt.Sprintf("running %s for each message of %s (-j %d: %s)",
+	opts.notice(fmt.Sprintf("running %s for each message of %s (-j %d: %s)",
 		render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), opts.Concurrency, at))
-	f.runEnv().notice(fmt.Sprintf("  on %s; Ctrl-C lets running commands finish (up to %s)",
+	opts.notice(fmt.Sprintf("  on %s; Ctrl-C lets running commands finish (up to %s)",
 		render.Escape(c.BaseURL()), roundDuration(opts.ShutdownGrace)))
 }
 
@@ -245,20 +245,20 @@ type stopNoticer interface {
 
 // announceStop says at the first signal what exec mode still waits for; the func it
 // returns ends the watch.
-func announceStop(f *Factory, sup stopNoticer) (stop func()) {
+func (e runEnv) announceStop(sup stopNoticer) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		select {
-		case <-f.Signals.Soft:
+		case <-e.Signals.Soft:
 		case <-done:
 			return
 		}
 		again := "Ctrl-C again to stop them"
-		if f.Signals.Received() != syscall.SIGINT {
+		if e.Signals.Received() != syscall.SIGINT {
 			again = "a second signal stops them"
 		}
 		if line := sup.StopNotice(again); line != "" {
-			if f.IO.IsStderrTTY() {
+			if e.IO.IsStderrTTY() {
 				line = "\n" + line // after the terminal's ^C
 			}
 			sup.Say(line)

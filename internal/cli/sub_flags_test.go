@@ -16,11 +16,11 @@ import (
 
 // parseFlags runs a command's flag parsing alone (build is subCmd or replayCmd) and
 // returns the options its run would get.
-func parseFlags[O any](t *testing.T, build func(*Factory, func(*Factory, *O) error) *cobra.Command, args []string) (*O, error) {
+func parseFlags[O any](t *testing.T, build func(*Factory, func(*O) error) *cobra.Command, args []string) (*O, error) {
 	t.Helper()
 	ios, _, _, _ := iostreams.Test()
 	var got *O
-	cmd := build(&Factory{IO: ios}, func(_ *Factory, o *O) error { got = o; return nil })
+	cmd := build(&Factory{IO: ios}, func(o *O) error { got = o; return nil })
 	cmd.SetArgs(args)
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)

@@ -46,36 +46,36 @@ func (opts *SubOptions) validateHold(changed func(string) bool) error {
 
 // holdRun is `sub -i`: the consume loop feeds a full-screen program one message at a
 // time (package hold), with the leases kept as plain sub keeps them.
-func holdRun(f *Factory, opts *SubOptions) error {
-	if !f.IO.IsStdinTTY() || !f.IO.IsStdoutTTY() {
+func holdRun(opts *SubOptions) error {
+	if !opts.IO.IsStdinTTY() || !opts.IO.IsStdoutTTY() {
 		// Checked before anything is asked of the node: nothing is taken.
 		return usageErrorf("sub -i needs a terminal (stdin and stdout)")
 	}
-	c, lines, err := holdClient(f)
+	c, lines, err := holdClient(opts)
 	if err != nil {
 		return err
 	}
-	defer lines.flush(f.IO.ErrOut)
+	defer lines.flush(opts.IO.ErrOut)
 	// The lease, which the screen counts down: topic info also says at once that the
 	// topic is not there, before the screen opens.
-	ctx, cancel := context.WithTimeout(f.Signals.Hard, 30*time.Second)
+	ctx, cancel := context.WithTimeout(opts.Signals.Hard, 30*time.Second)
 	t, err := c.Topic(ctx, opts.Topic)
 	cancel()
 	if err != nil {
-		return f.runEnv().apiFatal(c, err, opts.Topic)
+		return opts.apiFatal(c, err, opts.Topic)
 	}
 	lease := t.VisibilityTimeout()
-	if err := checkDeadLetter(f, c, opts.DeadLetter); err != nil {
+	if err := opts.checkDeadLetter(c, opts.DeadLetter); err != nil {
 		return err
 	}
-	s := openHoldScreen(f, c, opts, lease, lines)
+	s := openHoldScreen(c, opts, lease, lines)
 	var res consumer.Result
 	if opts.Peek {
-		err = holdPeek(f, c, opts, s.feed, s.ended)
+		err = holdPeek(c, opts, s.feed, s.ended)
 	} else {
-		res, err = holdConsume(f, c, opts, lease, s)
+		res, err = holdConsume(c, opts, lease, s)
 	}
-	if cerr := s.close(f, lines); cerr != nil {
+	if cerr := s.close(opts, lines); cerr != nil {
 		return cerr
 	}
 	if opts.Peek {
@@ -83,34 +83,40 @@ func holdRun(f *Factory, opts *SubOptions) error {
 	}
 	if opts.Stats != "" {
 		// The screen's summary line is the terminal's; the counters only when asked for.
-		printStats(f, opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
+		opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	}
-	writeRunLeftovers(f, opts.Topic, res)
-	if res.Reason == consumer.StopInterrupted && f.Signals.Received() == 0 {
+	opts.writeRunLeftovers(opts.Topic, res)
+	if res.Reason == consumer.StopInterrupted && opts.Signals.Received() == 0 {
 		// q is how hold mode ends, not an interruption: what happened to the messages
 		// decides the exit code (4 for a lease that was gone).
 		res.Reason = consumer.StopDrained
 	}
-	return subExit(f, c, opts, res, err, nil)
+	return subExit(c, opts, res, err, nil)
 }
 
 // holdClient is the client of hold mode. The connection's warnings go to the
 // terminal before the screen opens; what the client says later (retry notices, -v,
 // --curl) goes to the screen's note line, and is written out once the screen is gone.
-func holdClient(f *Factory) (*client.Client, *screenLines, error) {
-	if _, err := f.Connection(); err != nil {
+func holdClient(opts *SubOptions) (*client.Client, *screenLines, error) {
+	if _, err := opts.Connection(); err != nil {
 		return nil, nil, err
 	}
 	lines := &screenLines{}
-	fs := *f
-	ios := *f.IO
-	ios.ErrOut = lines
-	fs.IO = &ios
-	c, err := fs.Client()
+	c, err := opts.ScreenClient(lines)
 	if err != nil {
 		return nil, nil, err
 	}
 	return c, lines, nil
+}
+
+// screenClient is f's client with what the client says itself (retry notices, -v,
+// --curl) written to w instead of stderr: hold mode's SubOptions.ScreenClient.
+func (f *Factory) screenClient(w io.Writer) (*client.Client, error) {
+	on := *f
+	ios := *f.IO
+	ios.ErrOut = w
+	on.IO = &ios
+	return on.Client()
 }
 
 // holdScreen is hold mode's full-screen program, running.
@@ -124,8 +130,8 @@ type holdScreen struct {
 }
 
 // openHoldScreen starts the program on the terminal.
-func openHoldScreen(f *Factory, c *client.Client, opts *SubOptions, lease time.Duration, lines *screenLines) *holdScreen {
-	color := f.IO.ColorEnabled()
+func openHoldScreen(c *client.Client, opts *SubOptions, lease time.Duration, lines *screenLines) *holdScreen {
+	color := opts.IO.ColorEnabled()
 	profile := colorprofile.Ascii
 	if color {
 		profile = colorprofile.ANSI
@@ -138,14 +144,14 @@ func openHoldScreen(f *Factory, c *client.Client, opts *SubOptions, lease time.D
 			return c.Produce(ctx, topic, body, client.ProduceOptions{Key: key})
 		},
 		Letter: holdLetter(opts),
-		Styles: render.NewStyles(f.IO.Out, color), UTC: opts.Output.UTC,
+		Styles: render.NewStyles(opts.IO.Out, color), UTC: opts.Output.UTC,
 		Ready: s.feed.Ready, Done: s.feed.Done,
 	})
 	// The first signal stops the run as it stops plain sub (what is held goes back);
 	// the keys' own Ctrl-C is the model's. The second signal is the hard stop, which
 	// ends the program too.
-	s.p = tea.NewProgram(model, tea.WithInput(f.IO.In), tea.WithOutput(f.IO.Out),
-		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithContext(f.Signals.Hard))
+	s.p = tea.NewProgram(model, tea.WithInput(opts.IO.In), tea.WithOutput(opts.IO.Out),
+		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithContext(opts.Signals.Hard))
 	lines.start(s.p.Send, s.ended)
 	go func() {
 		defer close(s.ended)
@@ -153,7 +159,7 @@ func openHoldScreen(f *Factory, c *client.Client, opts *SubOptions, lease time.D
 	}()
 	go func() {
 		select {
-		case <-f.Signals.Soft:
+		case <-opts.Signals.Soft:
 		case <-s.ended:
 		}
 		close(s.stop)
@@ -163,21 +169,21 @@ func openHoldScreen(f *Factory, c *client.Client, opts *SubOptions, lease time.D
 
 // close ends the program once the run is over (whatever is held goes back, the
 // screen closes), writes out what was said meanwhile, and the screen's summary.
-func (s *holdScreen) close(f *Factory, lines *screenLines) error {
+func (s *holdScreen) close(opts *SubOptions, lines *screenLines) error {
 	s.p.Send(hold.Stop{})
 	<-s.ended
-	lines.flush(f.IO.ErrOut)
+	lines.flush(opts.IO.ErrOut)
 	if s.err != nil && !errors.Is(s.err, tea.ErrProgramKilled) {
 		return exitWith(ExitFailed, fmt.Errorf("terminal: %v", s.err))
 	}
 	if m, ok := s.final.(hold.Model); ok {
-		fmt.Fprintln(f.IO.ErrOut, m.Summary())
+		fmt.Fprintln(opts.IO.ErrOut, m.Summary())
 	}
 	return nil
 }
 
 // holdConsume takes one message at a time for the screen.
-func holdConsume(f *Factory, c *client.Client, opts *SubOptions, lease time.Duration, s *holdScreen) (consumer.Result, error) {
+func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *holdScreen) (consumer.Result, error) {
 	co := consumer.Options{
 		Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
 		Count: opts.Count, Timeout: opts.Timeout, Stop: s.stop,
@@ -189,14 +195,14 @@ func holdConsume(f *Factory, c *client.Client, opts *SubOptions, lease time.Dura
 		},
 		OnNodeBack: func() { s.p.Send(hold.NodeBack{}) },
 	}
-	return consumer.Run(f.Signals.Hard, c, s.feed, co)
+	return consumer.Run(opts.Signals.Hard, c, s.feed, co)
 }
 
 // holdPeek feeds the screen from replay reads of the partitions' tails: nothing is
 // taken. It ends when the screen is gone, at a signal, or at --timeout.
-func holdPeek(f *Factory, c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan struct{}) error {
-	ro := peekReplay(f, opts)
-	ctx, cancel := f.Context()
+func holdPeek(c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan struct{}) error {
+	ro := peekReplay(opts)
+	ctx, cancel := opts.Context()
 	defer cancel()
 	if opts.Timeout > 0 {
 		var cancelT context.CancelFunc
@@ -214,7 +220,7 @@ func holdPeek(f *Factory, c *client.Client, opts *SubOptions, feed *hold.Feed, e
 	case errors.Is(err, replay.ErrNoSuchPartition):
 		return usageErrorf("%v", err)
 	case err != nil:
-		return f.runEnv().apiFatal(c, err, opts.Topic)
+		return opts.apiFatal(c, err, opts.Topic)
 	}
 	return nil
 }

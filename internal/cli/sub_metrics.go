@@ -24,7 +24,7 @@ type subMetrics struct {
 
 // startMetrics listens on --metrics-addr before anything is taken: a port that cannot
 // be had is exit 2 with nothing consumed.
-func startMetrics(f *Factory, opts *SubOptions) (*subMetrics, error) {
+func startMetrics(opts *SubOptions) (*subMetrics, error) {
 	if opts.MetricsAddr == "" {
 		return nil, nil
 	}
@@ -33,7 +33,7 @@ func startMetrics(f *Factory, opts *SubOptions) (*subMetrics, error) {
 		return nil, usageErrorf("invalid --metrics-addr %q: %v", render.Escape(opts.MetricsAddr), err)
 	}
 	if addr.Public {
-		fmt.Fprintf(f.IO.ErrOut, "narad: warning: --metrics-addr %s may be reachable from other machines, and the metrics name topics (127.0.0.1:PORT keeps them on this one)\n",
+		fmt.Fprintf(opts.IO.ErrOut, "narad: warning: --metrics-addr %s may be reachable from other machines, and the metrics name topics (127.0.0.1:PORT keeps them on this one)\n",
 			render.Escape(opts.MetricsAddr))
 	}
 	w := metrics.NewWorker(opts.Topic, opts.Command != nil)
@@ -44,7 +44,7 @@ func startMetrics(f *Factory, opts *SubOptions) (*subMetrics, error) {
 	m := &subMetrics{w: w, srv: srv, done: make(chan struct{})}
 	go func() {
 		select {
-		case <-f.Signals.Soft:
+		case <-opts.Signals.Soft:
 			w.Stopping()
 		case <-m.done:
 		}

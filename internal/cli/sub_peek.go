@@ -39,7 +39,7 @@ func (opts *SubOptions) validatePeek(changed func(string) bool) error {
 
 // peekReplay is the replay --peek reads (plain and -i): each partition's tail
 // followed, or where --from-beginning, --offset or --since put the start.
-func peekReplay(f *Factory, opts *SubOptions) replay.Options {
+func peekReplay(opts *SubOptions) replay.Options {
 	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true}
 	switch {
 	case opts.FromBeginning:
@@ -47,19 +47,19 @@ func peekReplay(f *Factory, opts *SubOptions) replay.Options {
 	case opts.Offset != nil:
 		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
-	opts.Time.apply(f, &ro)
+	opts.Time.apply(opts.runEnv, &ro)
 	return ro
 }
 
 // peekRun watches a topic by replay reads from each partition's tail: nothing is
 // reserved, so it never competes with the real consumers.
-func peekRun(f *Factory, opts *SubOptions) error {
-	ro := peekReplay(f, opts)
-	if _, err := opts.Output.renderer(f); err != nil {
+func peekRun(opts *SubOptions) error {
+	ro := peekReplay(opts)
+	if _, err := opts.Output.renderer(opts.runEnv); err != nil {
 		return err // before saying what it would do
 	}
-	if c, err := f.Client(); err == nil {
-		announce(f, "watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
+	if c, err := opts.Client(); err == nil {
+		opts.announce("watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
 	}
-	return runReplay(f, opts.Output, ro, opts.Timeout, findOptions{Match: opts.Match, Stats: opts.Stats})
+	return runReplay(opts.runEnv, opts.Output, ro, opts.Timeout, findOptions{Match: opts.Match, Stats: opts.Stats})
 }

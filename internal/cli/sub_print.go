@@ -8,17 +8,17 @@ import (
 
 // printRun is plain sub: each message printed with the output flags, then acked once
 // its line is written (through a pipe, once the reader took it).
-func printRun(f *Factory, opts *SubOptions) error {
-	r, err := opts.Output.renderer(f)
+func printRun(opts *SubOptions) error {
+	r, err := opts.Output.renderer(opts.runEnv)
 	if err != nil {
 		return err
 	}
-	return consumeRun(f, opts, func(c *client.Client, _ *consumer.Options, _ *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
-		p := consumer.NewPrinter(f.IO.Out, r)
+	return consumeRun(opts, func(c *client.Client, _ *consumer.Options, _ *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
+		p := consumer.NewPrinter(opts.IO.Out, r)
 		p.ShutdownGrace(opts.ShutdownGrace)
 		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
 		// leases: co.Lease 0, the run asks topic info for it only when one waits a while.
-		announceSub(f, c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
+		opts.announceSub(c, opts.Topic, p.AcksWhenRead(), opts.NoAck)
 		return p, nil, nil
 	})
 }

@@ -97,7 +97,7 @@ func (t *timeFlags) addFlags(cmd *cobra.Command, follow string) {
 
 // peekTimes is sub's --since and --until: watching only, as a consumer takes what is
 // ready, whenever it was stamped.
-func peekTimes(f *Factory, t *timeFlags, peek bool, changed func(string) bool) (timeRange, error) {
+func peekTimes(now func() time.Time, t *timeFlags, peek bool, changed func(string) bool) (timeRange, error) {
 	if !changed("since") && !changed("until") {
 		return timeRange{}, nil
 	}
@@ -107,7 +107,7 @@ func peekTimes(f *Factory, t *timeFlags, peek bool, changed func(string) bool) (
 	if err := startConflicts(changed, "offset", "from-beginning"); err != nil {
 		return timeRange{}, err
 	}
-	return t.resolve(f, changed)
+	return t.resolve(now, changed)
 }
 
 // startConflicts refuses --since beside another flag that says where to start.
@@ -123,12 +123,8 @@ func startConflicts(changed func(string) bool, others ...string) error {
 	return nil
 }
 
-// resolve reads both flags against f's clock and checks them together.
-func (t *timeFlags) resolve(f *Factory, changed func(string) bool) (timeRange, error) {
-	now := time.Now
-	if f.Now != nil {
-		now = f.Now
-	}
+// resolve reads both flags against the clock now and checks them together.
+func (t *timeFlags) resolve(now func() time.Time, changed func(string) bool) (timeRange, error) {
 	var r timeRange
 	at := now()
 	for _, fl := range []struct {
@@ -157,19 +153,19 @@ func (t *timeFlags) resolve(f *Factory, changed func(string) bool) (timeRange, e
 // apply puts the range into a read, with f's clock for a follow's end and, for
 // -v, a line per partition saying how many reads its start took to find. A broken
 // order is said without -v: it explains a read that goes slower than it should.
-func (r timeRange) apply(f *Factory, ro *replay.Options) {
-	ro.Since, ro.Until, ro.Now = r.Since, r.Until, f.Now
+func (r timeRange) apply(e runEnv, ro *replay.Options) {
+	ro.Since, ro.Until, ro.Now = r.Since, r.Until, e.Now
 	if r.Since.IsZero() {
 		return
 	}
-	verbose := f.global.verbose
+	verbose := e.Verbose
 	ro.OnFound = func(found replay.Found) {
 		if verbose {
-			fmt.Fprintf(f.IO.ErrOut, "since %s: partition %d starts at offset %d, found in %d reads over %d messages\n",
+			fmt.Fprintf(e.IO.ErrOut, "since %s: partition %d starts at offset %d, found in %d reads over %d messages\n",
 				r.Since.Format(time.RFC3339), found.Partition, found.Start, found.Reads, found.Messages)
 		}
 		if found.Broken {
-			fmt.Fprintf(f.IO.ErrOut, "narad: note: partition %d is not in time order (a clock stepped back?): "+
+			fmt.Fprintf(e.IO.ErrOut, "narad: note: partition %d is not in time order (a clock stepped back?): "+
 				"reading on from offset %d, the last point found in order\n", found.Partition, found.Start)
 		}
 	}
