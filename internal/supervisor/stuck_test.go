@@ -12,6 +12,7 @@ import (
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/consumer/consumertest"
+	"github.com/narad/narad/internal/supervisor"
 )
 
 // stuckWriter is a stdout whose reader stopped reading: every Write blocks until the
@@ -96,20 +97,29 @@ func TestANoticeDoesNotHoldUpAStopBehindAStuckStdout(t *testing.T) {
 	o.KillGrace = 200 * time.Millisecond
 	out := newStuckWriter(t)
 	o.Stdout = out
+	badRan := make(chan struct{})
 	o.Decode = func(m *client.Message) ([]byte, error) {
 		if m.ReceiptHandle == "bad" {
 			<-out.blocked
+			close(badRan)
 			return nil, errors.New("not base64")
 		}
 		return m.PayloadBytes()
 	}
 	stop := make(chan struct{})
-	done := make(chan runResult, 1)
+	sup, err := supervisor.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
 	go func() {
-		done <- runSup(t, context.Background(), src, o, consumer.Options{Stop: stop, Wait: 5 * time.Second})
+		defer close(done)
+		_, _ = consumer.Run(context.Background(), src, sup, consumer.Options{Topic: "t", Stop: stop, Wait: 5 * time.Second, Lease: time.Second})
 	}()
-	<-out.blocked
-	time.Sleep(100 * time.Millisecond) // the notice about "bad" is waiting for the lock by now
+	<-badRan
+	// "bad" failed (it no longer counts as running) and its notice comes next, which
+	// waits for the lock that "a"'s line holds.
+	waitFor(t, "bad to fail", func() bool { return sup.Running() == 1 })
 	close(stop)
 	select {
 	case <-done:
