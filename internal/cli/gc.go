@@ -17,9 +17,9 @@ import (
 // What it decides, for a stream of messages (every `sub` but hold mode):
 //   - The collector runs at half its default headroom (GOGC=50). A consume stream
 //     keeps little alive and makes garbage at every batch, so the heap it peaks at is
-//     the runtime's minimum goal (4 MB at the default), whatever the stream's length;
-//     halving it keeps the peak RSS of a 100,000-message drain within a fifth of a
-//     1,000-message one, for more collections of a tiny heap.
+//     the runtime's minimum goal, whatever the stream's length; halving it keeps the
+//     peak RSS of a long drain close to a short one's, for more collections of a tiny
+//     heap.
 //   - A stream whose handler says so (consumer.Pipelining's OneP: a Printer to a file
 //     or a terminal) runs on one P. Its own work is a few microseconds of CPU a message
 //     between network waits, spread over a few goroutines that hand each message on
@@ -31,10 +31,10 @@ import (
 //     commands' fork, exec and wait are system calls that hold one: both keep every P.
 //   - Once the node turns out to answer one message per consume (older than v3.1),
 //     the collector gets twice its default headroom (GOGC=200) and the stream every P
-//     back: every message then costs two requests, some 13 KB of HTTP machinery, and
+//     back: every message then costs two requests and their HTTP machinery, and
 //     collections at half headroom, or even at the default, took a share of the CPU
-//     worth more than the few MB of peak they save, while the HTTP machinery of twelve
-//     parallel consumes is more than one core keeps up with.
+//     worth more than the little peak memory they save, while the HTTP machinery of
+//     the consumes side by side is more than one core keeps up with.
 //
 // docs/performance.md has the figures.
 type processTuning struct {
