@@ -94,11 +94,7 @@ leased).`,
     -o json`,
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.runEnv = f.runEnv()
-			if err := opts.resolve(cmd, args, &typed); err != nil {
-				return err
-			}
-			return run(opts)
+			return runWith(f, opts, run, opts.resolve(cmd, args, &typed))
 		},
 	}
 	addBenchFlags(cmd, opts, &typed)

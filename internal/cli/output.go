@@ -67,7 +67,7 @@ func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) 
 	return MessageOutput{Format: format, Template: o.template, Delimiter: []byte(o.delimiter), UTC: o.utc, UnsafeRaw: o.unsafeRaw}, nil
 }
 
-// renderer builds the renderer for o on f's stdout, through --jq when one was given
+// renderer builds the renderer for o on e's stdout, through --jq when one was given
 // (f.export); a template that does not parse is a usage error.
 func (o MessageOutput) renderer(e runEnv) (*render.Renderer, error) {
 	var jq *render.JQ

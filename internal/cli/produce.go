@@ -132,11 +132,7 @@ func produceCmd(f *Factory, run func(*ProduceOptions) error) *cobra.Command {
   narad produce orders --json --pace 60 --rate 500 < tape.jsonl`,
 		Args: minArgs(1, "a topic and optional messages"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.runEnv = f.runEnv()
-			if err := opts.resolve(cmd, args, &typed); err != nil {
-				return err
-			}
-			return run(opts)
+			return runWith(f, opts, run, opts.resolve(cmd, args, &typed))
 		},
 	}
 	addProduceFlags(cmd, opts, &typed)

@@ -62,11 +62,7 @@ func replayCmd(f *Factory, run func(*ReplayOptions) error) *cobra.Command {
 			"  narad replay orders --follow --jq .key",
 		Args: exactArgs(1, "one topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.runEnv = f.runEnv()
-			if err := opts.resolve(cmd, args, &typed); err != nil {
-				return err
-			}
-			return run(opts)
+			return runWith(f, opts, run, opts.resolve(cmd, args, &typed, f.Now))
 		},
 	}
 	addReplayFlags(cmd, opts, &typed)
@@ -99,7 +95,7 @@ func addReplayFlags(cmd *cobra.Command, opts *ReplayOptions, typed *replayFlags)
 }
 
 // resolve reads the arguments and the typed flags into opts and checks them together.
-func (opts *ReplayOptions) resolve(cmd *cobra.Command, args []string, typed *replayFlags) error {
+func (opts *ReplayOptions) resolve(cmd *cobra.Command, args []string, typed *replayFlags, now func() time.Time) error {
 	opts.Topic = args[0]
 	if err := validateTopicName(opts.Topic); err != nil {
 		return err
@@ -135,7 +131,7 @@ func (opts *ReplayOptions) resolve(cmd *cobra.Command, args []string, typed *rep
 	if err := startConflicts(changed, "offset"); err != nil {
 		return err
 	}
-	tr, err := typed.times.resolve(opts.Now, changed)
+	tr, err := typed.times.resolve(now, changed)
 	if err != nil {
 		return err
 	}

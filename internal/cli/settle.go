@@ -103,20 +103,12 @@ other failure.`,
 		Example: settleExamples[name],
 		Args:    minArgs(1, "a topic and receipt handles (or - for stdin)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.runEnv = f.runEnv()
 			opts.Topic, opts.Handles = args[0], args[1:]
-			if err := validateTopicName(opts.Topic); err != nil {
-				return err
-			}
-			if err := opts.validate(); err != nil {
-				return err
-			}
+			var stdin error
 			if slices.Contains(opts.Handles, "-") {
-				if err := opts.claimStdin("handles", "give them as arguments"); err != nil {
-					return err
-				}
+				stdin = f.runEnv().claimStdin("handles", "give them as arguments")
 			}
-			return run(opts)
+			return runWith(f, opts, run, validateTopicName(opts.Topic), opts.validate(), stdin)
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "output format: text (failures on stderr) or json (a result per handle on stdout)")

@@ -16,7 +16,7 @@ import (
 	"github.com/narad/narad/internal/supervisor"
 )
 
-// sub is three commands in one, each with its own run function over one core:
+// sub is several commands in one, each mode with its own run function over one core:
 //
 //	print   sub TOPIC                  printRun   (sub_print.go)
 //	exec    sub TOPIC -- COMMAND       execRun    (sub_exec.go)
@@ -127,11 +127,8 @@ func subCmd(f *Factory, run func(*SubOptions) error) *cobra.Command {
 			"      -- /opt/shop/handle-order",
 		Args: minArgs(1, "a topic"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.runEnv, opts.ScreenClient = f.runEnv(), f.screenClient
-			if err := opts.resolve(cmd, args, &typed); err != nil {
-				return err
-			}
-			return run(opts)
+			opts.ScreenClient = f.screenClient
+			return runWith(f, opts, run, opts.resolve(cmd, args, &typed, f.Now))
 		},
 	}
 	addSubFlags(cmd, opts, &typed)
@@ -166,8 +163,9 @@ func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 }
 
 // resolve reads the arguments and the typed flags into opts and checks them
-// together: every usage error is found here, before anything runs.
-func (opts *SubOptions) resolve(cmd *cobra.Command, args []string, typed *subFlags) error {
+// together: every usage error is found here, before anything runs. now is the clock
+// --since and --until are read against.
+func (opts *SubOptions) resolve(cmd *cobra.Command, args []string, typed *subFlags, now func() time.Time) error {
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 		if dash != 1 {
 			return usageErrorf("sub takes one topic before -- COMMAND")
@@ -202,7 +200,7 @@ func (opts *SubOptions) resolve(cmd *cobra.Command, args []string, typed *subFla
 	if opts.Match, err = typed.find.resolve(changed); err != nil {
 		return err
 	}
-	if opts.Time, err = peekTimes(opts.Now, &typed.times, opts.Peek, changed); err != nil {
+	if opts.Time, err = peekTimes(now, &typed.times, opts.Peek, changed); err != nil {
 		return err
 	}
 	if opts.Command != nil {

@@ -123,8 +123,12 @@ func startConflicts(changed func(string) bool, others ...string) error {
 	return nil
 }
 
-// resolve reads both flags against the clock now and checks them together.
+// resolve reads both flags against the clock now (nil: time.Now) and checks them
+// together.
 func (t *timeFlags) resolve(now func() time.Time, changed func(string) bool) (timeRange, error) {
+	if now == nil {
+		now = time.Now
+	}
 	var r timeRange
 	at := now()
 	for _, fl := range []struct {
@@ -150,7 +154,7 @@ func (t *timeFlags) resolve(now func() time.Time, changed func(string) bool) (ti
 	return r, nil
 }
 
-// apply puts the range into a read, with f's clock for a follow's end and, for
+// apply puts the range into a read, with e's clock for a follow's end and, for
 // -v, a line per partition saying how many reads its start took to find. A broken
 // order is said without -v: it explains a read that goes slower than it should.
 func (r timeRange) apply(e runEnv, ro *replay.Options) {
