@@ -1,16 +1,10 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/narad/narad/internal/chans"
-	"github.com/narad/narad/internal/client"
-	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/replay"
 )
 
@@ -161,88 +155,4 @@ func replayRun(opts *ReplayOptions) error {
 	}
 	opts.Time.apply(opts.runEnv, &ro)
 	return runReplay(opts.runEnv, opts.Output, ro, 0, opts.Find)
-}
-
-// runReplay prints a replay with the output flags; sub --peek shares it. A timeout
-// (peek's --timeout) ends it, with exit 3 when ro.Count was not reached. With a
-// matcher only the messages it keeps are printed, and ro.Count counts those.
-func runReplay(e runEnv, out MessageOutput, ro replay.Options, timeout time.Duration, find findOptions) error {
-	r, err := out.renderer(e)
-	if err != nil {
-		return err
-	}
-	c, err := e.Client()
-	if err != nil {
-		return err
-	}
-	sctx, cancel := e.Context()
-	defer cancel()
-	// A reader that went away while the read waits at the tail (--follow, --peek) ends
-	// the run as a closed stdout would: exit 0.
-	readerGone, stopWatch := consumer.WatchReader(e.IO.Out)
-	defer stopWatch()
-	rctx, cancelRead := context.WithCancel(sctx)
-	defer cancelRead()
-	if readerGone != nil {
-		go func() {
-			select {
-			case <-readerGone:
-				cancelRead()
-			case <-rctx.Done():
-			}
-		}()
-	}
-	ctx := rctx
-	if timeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(rctx, timeout)
-		defer cancelT()
-	}
-	var buf []byte
-	mt, count := find.Match, ro.Count
-	if mt != nil {
-		ro.Count = 0 // the read goes on until count messages matched
-	}
-	var read, n int
-	_, err = replay.Run(ctx, c, ro, func(m *client.Message) error {
-		read++
-		if mt != nil && !mt.Match(m) {
-			return nil
-		}
-		n++
-		buf, err = r.Append(buf[:0], m)
-		if err != nil {
-			return err
-		}
-		if err := writeAll(e.IO.Out, buf); err != nil {
-			if consumer.IsClosedOutput(err) {
-				return replay.ErrStop
-			}
-			return err
-		}
-		if mt != nil && count > 0 && n >= count {
-			return replay.ErrStop
-		}
-		return nil
-	})
-	if err == nil || read > 0 || ctx.Err() != nil {
-		// (Nothing read before a fatal error says nothing: the error line does.)
-		e.readStats(find.Stats, int64(read), int64(n))
-	}
-	e.filterFailures(mt)
-	ro.Count = count
-	switch {
-	case sctx.Err() != nil:
-		return nil // interrupted: Run turns the signal into 130/143
-	case chans.Closed(readerGone):
-		return nil // the reader went away: not an error, as a closed stdout is not
-	case err != nil && ctx.Err() == nil:
-		if errors.Is(err, replay.ErrNoSuchPartition) {
-			return usageErrorf("%v", err)
-		}
-		return e.apiFatal(c, err, ro.Topic)
-	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
-		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
-	}
-	return nil
 }

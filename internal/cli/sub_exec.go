@@ -309,14 +309,7 @@ max durations. The first signal stops reading and lets running commands finish
 // decoding of it is possible: a string payload's text (the bad base64 itself), any
 // other payload as the JSON it is. Those are the bytes a person can look at.
 func deadLetterAsSent(ctx context.Context, c *client.Client, topic string, m *client.Message) error {
-	var po client.ProduceOptions
-	if key, ok, err := m.KeyBytes(); ok {
-		k := string(key)
-		if err != nil {
-			k = *m.Key
-		}
-		po.Key = &k
-	}
+	po := client.ProduceOptions{Key: m.ForwardKey()}
 	body := bytes.TrimSpace(m.Payload)
 	var text string
 	if len(body) > 0 && body[0] == '"' && json.Unmarshal(body, &text) == nil && text != "" {
