@@ -107,7 +107,7 @@ func (opts *SubOptions) resolveExec(ackExitCodes string) error {
 // execRun is exec mode, sub TOPIC -- COMMAND: the consume loop hands each message to
 // the supervisor, which runs the command for it and settles it by its exit.
 func execRun(opts *SubOptions) error {
-	start := time.Now()
+	start := opts.Now()
 	return consumeRun(opts, func(c *client.Client, co *consumer.Options, m *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
 		if opts.DeadLetter != "" {
 			co.DeadLetterUndecodable = func(ctx context.Context, msg *client.Message) error {
@@ -122,7 +122,7 @@ func execRun(opts *SubOptions) error {
 		}
 		if opts.Timeout > 0 {
 			// --timeout counts from the start: the topic info above is part of the run.
-			co.Timeout = max(opts.Timeout-time.Since(start), time.Nanosecond)
+			co.Timeout = max(opts.Timeout-opts.Now().Sub(start), time.Nanosecond)
 		}
 		co.Lease = lease
 		announceExec(c, opts)
