@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -369,7 +370,9 @@ func newHolder() *holder {
 	return h
 }
 
-func TestSoftStopGivesBackWhatIsHeld(t *testing.T) {
+func TestSoftStopGivesBackWhatIsHeld(t *testing.T) { synctest.Test(t, softStopGivesBackWhatIsHeld) }
+
+func softStopGivesBackWhatIsHeld(t *testing.T) {
 	src := consumertest.New()
 	msgs := src.Add("t", 3)
 	h := newHolder()
@@ -383,8 +386,9 @@ func TestSoftStopGivesBackWhatIsHeld(t *testing.T) {
 		done <- res
 	}()
 	<-h.got
-	// The loop is now in a 30 s long poll: the stop must not wait for it.
-	time.Sleep(50 * time.Millisecond)
+	// The loop is now in a 30 s long poll (of the bubble's clock, which would jump to
+	// its end were the stop to wait for it): the stop must not wait for it.
+	synctest.Wait()
 	start := time.Now()
 	close(stop)
 	var res consumer.Result

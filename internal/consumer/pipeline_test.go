@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -309,6 +310,10 @@ func TestSingleShapeNodeGetsAcksSideBySide(t *testing.T) {
 // A stop while consumes sent ahead are on their way lets them arrive and gives back
 // what they bring; the batch written before the stop is acked.
 func TestStopWhilePipelinedGivesBackWhatIsOnItsWay(t *testing.T) {
+	synctest.Test(t, stopWhilePipelined)
+}
+
+func stopWhilePipelined(t *testing.T) {
 	src := newWatched(1)
 	first := src.Add("t", 3)
 	later := src.Add("t", 20)
@@ -319,7 +324,7 @@ func TestStopWhilePipelinedGivesBackWhatIsOnItsWay(t *testing.T) {
 	src.waitBegun(t, 2, "ahead")
 	close(w.gate) // the first batch is written
 	close(stop)
-	time.Sleep(20 * time.Millisecond) // the stop takes effect with the answers still held (a hang would be the bug)
+	synctest.Wait() // the stop takes effect with the answers still held
 	close(src.release)
 	res := await(t, done, "the stop")
 	if got := sorted(src.Handles(client.Ack)); !slices.Equal(got, sorted(handles(first))) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -238,32 +239,36 @@ func (f *inFlight) Consume(ctx context.Context, topic string, o client.ConsumeOp
 func TestStopLetsTheConsumeInFlightArriveAndGivesItBack(t *testing.T) {
 	for _, how := range []string{"signal", "timeout"} {
 		t.Run(how, func(t *testing.T) {
-			f := &inFlight{Source: consumertest.New(), arrived: make(chan struct{}), release: make(chan struct{})}
-			msgs := f.Add("t", 4)
-			stop := make(chan struct{})
-			o := consumer.Options{Stop: stop, Max: 10, Wait: time.Millisecond}
-			if how == "timeout" {
-				o.Timeout = time.Millisecond
-			}
-			done := runAsync(t, context.Background(), f, consumer.NewPrinter(&bytes.Buffer{}, lines{}), o)
-			<-f.arrived
-			if how == "signal" {
-				close(stop)
-			}
-			// Let the stop take effect before the answer arrives (a hang here would be
-			// the bug this test is about, so a short pause measures nothing).
-			time.Sleep(20 * time.Millisecond)
-			close(f.release)
-			res := await(t, done, "the stop")
-			if len(f.stranded) != 0 {
-				t.Errorf("stranded %v: the consume in flight was cut", f.stranded)
-			}
-			if got, want := sorted(f.Handles(client.Nack)), sorted(handles(msgs)); !slices.Equal(got, want) {
-				t.Errorf("given back %v, want the whole batch %v", got, want)
-			}
-			if res.AnswerLost || res.Stats.Received != 4 || res.Stats.Nacked != 4 {
-				t.Errorf("result %+v, want 4 received and given back", res)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				f := &inFlight{Source: consumertest.New(), arrived: make(chan struct{}), release: make(chan struct{})}
+				msgs := f.Add("t", 4)
+				stop := make(chan struct{})
+				o := consumer.Options{Stop: stop, Max: 10, Wait: time.Millisecond}
+				if how == "timeout" {
+					o.Timeout = time.Millisecond
+				}
+				done := runAsync(t, context.Background(), f, consumer.NewPrinter(&bytes.Buffer{}, lines{}), o)
+				<-f.arrived
+				if how == "signal" {
+					close(stop)
+				}
+				// The stop takes effect before the answer arrives: the timeout's moment
+				// passes on the bubble's clock, then the run waits on nothing but the
+				// answer.
+				time.Sleep(o.Timeout)
+				synctest.Wait()
+				close(f.release)
+				res := await(t, done, "the stop")
+				if len(f.stranded) != 0 {
+					t.Errorf("stranded %v: the consume in flight was cut", f.stranded)
+				}
+				if got, want := sorted(f.Handles(client.Nack)), sorted(handles(msgs)); !slices.Equal(got, want) {
+					t.Errorf("given back %v, want the whole batch %v", got, want)
+				}
+				if res.AnswerLost || res.Stats.Received != 4 || res.Stats.Nacked != 4 {
+					t.Errorf("result %+v, want 4 received and given back", res)
+				}
+			})
 		})
 	}
 }
