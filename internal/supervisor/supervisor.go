@@ -598,15 +598,7 @@ func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message, n int, r
 			return err
 		}
 	}
-	var po client.ProduceOptions
-	if key, ok, err := m.KeyBytes(); ok {
-		k := string(key)
-		if err != nil {
-			k = *m.Key
-		}
-		po.Key = &k
-	}
-	return s.o.Producer.Produce(ctx, s.o.DeadLetter, body, po)
+	return s.o.Producer.Produce(ctx, s.o.DeadLetter, body, client.ProduceOptions{Key: m.ForwardKey()})
 }
 
 // run runs the command for m and waits for it to end one way or another; lost closing
