@@ -20,15 +20,15 @@ import (
 //     the runtime's minimum goal, whatever the stream's length; halving it keeps the
 //     peak RSS of a long drain close to a short one's, for more collections of a tiny
 //     heap.
-//   - A stream whose handler says so (consumer.Pipelining's OneP: a Printer to a file
-//     or a terminal) runs on one P. Its own work is a few microseconds of CPU a message
+//   - A stream whose handler says so (consumer.Pipelining's OneP: a Printer) runs on
+//     one P. Its own work is a few microseconds of CPU a message
 //     between network waits, spread over a few goroutines that hand each message on
 //     (the consume, the write, the ack); with more Ps every handoff woke another
 //     thread, and on a busy machine the runtime spent more CPU waking and parking
 //     threads than on the messages. One core still serves far more messages a second
-//     than a node hands out. A pipe's writer waits in poll for the reader after every
-//     line, which on one P held up the consumes and acks behind it; exec mode's
-//     commands' fork, exec and wait are system calls that hold one: both keep every P.
+//     than a node hands out. A pipe's writer waits in poll for the reader, but once a
+//     page past the first lines, not once a line. Exec mode's commands' fork, exec and
+//     wait are system calls that hold one: it keeps every P.
 //   - Once the node turns out to answer one message per consume (older than v3.1),
 //     the collector gets twice its default headroom (GOGC=200) and the stream every P
 //     back: every message then costs two requests and their HTTP machinery, and

@@ -39,8 +39,8 @@ type Pipelining struct {
 	// it is handed over (the Printer then acks one line per request, side by side).
 	OnSingle func()
 	// OneP says that the handler's own work is a few microseconds of CPU a message,
-	// handed between goroutines, with no system call that waits (a Printer to a file
-	// or a terminal): the process runs such a stream best on one P, until the node
+	// handed between goroutines, seldom in a system call that waits (a Printer): the
+	// process runs such a stream best on one P, until the node
 	// turns out to answer one message per consume. The process's tuning reads it
 	// (cli's gc.go); the run does not.
 	OneP bool

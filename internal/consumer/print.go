@@ -80,11 +80,12 @@ func (p *Printer) ShutdownGrace(d time.Duration) {
 func (p *Printer) AcksWhenRead() bool { return p.pipe != nil }
 
 // Pipelining: the Printer takes ahead (ahead), obeys the early stop in a write that
-// blocks, acks one line a request side by side for an older node, and runs on one P
-// unless it waits for a pipe's reader after every line. For a pipe, its output goes
-// away when the reader does, even while the loop waits for messages.
+// blocks, acks one line a request side by side for an older node, and runs on one P,
+// to a pipe too: past its first lines a pipe's writer waits for the reader once a page,
+// not once a line. For a pipe, its output goes away when the reader does, even while
+// the loop waits for messages.
 func (p *Printer) Pipelining() Pipelining {
-	pl := Pipelining{Ahead: p.ahead, StopOn: p.stopOn, OnSingle: p.acks.OneByOne, OneP: p.pipe == nil}
+	pl := Pipelining{Ahead: p.ahead, StopOn: p.stopOn, OnSingle: p.acks.OneByOne, OneP: true}
 	if p.pipe != nil {
 		pl.OutputGone = p.pipe.gone
 	}
