@@ -1,6 +1,7 @@
 package consumer_test
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"testing"
@@ -17,6 +18,22 @@ func pipe(t *testing.T) (r, w *os.File) {
 	}
 	t.Cleanup(func() { r.Close(); w.Close() })
 	return r, w
+}
+
+// readBlocks reads as a block reader does (head, grep -m, jq), whatever each read
+// returns, until it has at least n lines, and returns what it read.
+func readBlocks(t *testing.T, r io.Reader, n int) []byte {
+	t.Helper()
+	buf := make([]byte, 64<<10)
+	var got []byte
+	for bytes.Count(got, []byte("\n")) < n {
+		k, err := r.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:k]...)
+	}
+	return got
 }
 
 // takeLines reads n lines a byte at a time, as sh's `read` does, so that nothing after

@@ -3,7 +3,6 @@
 package consumer_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -26,15 +25,7 @@ func TestPipePagesAreAckedOnlyOnceTheReaderCameBack(t *testing.T) {
 	src.Add("t", ready)
 	r, w := pipe(t)
 	done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
-	buf := make([]byte, 64<<10)
-	var got []byte
-	for bytes.Count(got, []byte("\n")) < used {
-		k, err := r.Read(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, buf[:k]...)
-	}
+	got := readBlocks(t, r, used)
 	r.Close()
 	res := await(t, done, "the run")
 	usedLines := strings.Split(string(got), "\n")[:used]
@@ -67,15 +58,7 @@ func TestPipeDrainThroughPagesAcksEverything(t *testing.T) {
 			src.Add("t", n)
 			r, w := pipe(t)
 			done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Count: n})
-			buf := make([]byte, 64<<10)
-			read := 0
-			for read < n {
-				k, err := r.Read(buf)
-				if err != nil {
-					t.Fatal(err)
-				}
-				read += bytes.Count(buf[:k], []byte("\n"))
-			}
+			readBlocks(t, r, n)
 			res := await(t, done, "the run")
 			if st := res.Stats; st.Acked != int64(n) || st.Nacked != 0 || st.Bugs != 0 {
 				t.Errorf("stats %+v, want all %d acked", st, n)

@@ -165,15 +165,7 @@ func TestPipeBlockReaderGetsExactlyWhatItUses(t *testing.T) {
 			src.Add("t", 100)
 			r, w := pipe(t)
 			done := runAsync(t, context.Background(), src, consumer.NewPrinter(w, lines{}), consumer.Options{Wait: time.Hour})
-			buf := make([]byte, 64<<10)
-			var got []byte
-			for bytes.Count(got, []byte("\n")) < n {
-				k, err := r.Read(buf)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, buf[:k]...)
-			}
+			got := readBlocks(t, r, n)
 			r.Close()
 			res := await(t, done, "the run")
 			if lines := bytes.Count(got, []byte("\n")); lines != n {
