@@ -29,6 +29,11 @@ type pipeProbe interface {
 // jq) then never finds more than one line to take, so everything it took it could
 // use: `narad sub t | head -n 2` acks exactly two and gives back the rest at once.
 //
+// The lines wait in narad instead, rendered, with their leases kept (Options.Lease):
+// at most pipeHoldMax of them, or pipeHoldBytes, so a slow reader bounds what is held.
+// Taking goes on while they wait (the loop takes ahead, on older nodes too), so a
+// reader that keeps up is fed as fast as it reads.
+//
 // That costs a wake-up of the reader and of narad for every line, which would make a
 // long drain through `| cat` several times slower than into a file. So once a reader
 // has taken pipeOneByOne lines one at a time, lines go in up to a page at a time
@@ -40,13 +45,9 @@ type pipeProbe interface {
 // written only with a line behind it, which confirms it, so a drain ends one line at a
 // time and leaves nothing unconfirmed.
 //
-// The lines wait in narad instead, rendered, with their leases kept (Options.Lease):
-// at most pipeHoldMax of them, or pipeHoldBytes, so a slow reader bounds what is held.
-// Taking goes on while they wait (the loop takes ahead, on older nodes too), so a
-// reader that keeps up is fed as fast as it reads.
-//
 // Goroutines: the loop's Handle renders and queues; one writer (pipeState.writer)
-// writes each line, waits until the reader took it and acks it (the Printer's Acker);
+// writes each line or page, waits until the reader took it and acks what that shows
+// was used (the Printer's Acker);
 // one watcher polls the pipe while the writer is idle, to notice a reader that went
 // away while narad waits for messages. State is under mu.
 const (
@@ -86,6 +87,7 @@ type pipeLine struct {
 type pipeWrite struct {
 	lines []pipeLine
 	b     []byte
+	one   [1]pipeLine // lines' backing array for one line: one allocation a line
 }
 
 // page reports whether w holds several lines, which count as used only once the reader
@@ -220,22 +222,16 @@ func (ps *pipeState) leftLocked(back []Delivery) (acks, _ []Delivery) {
 	acks = ps.takenLocked()
 	if w := ps.cur; w != nil {
 		unread, err := ps.probe.unread()
-		switch {
-		case ps.curWritten && err == nil && unread == 0:
-			// Taken whole: the reader came back after the page before it.
+		// The reader took some of w, so it was done with the page before it; w itself
+		// was used only if it is one line, taken whole.
+		cameBack := ps.curWritten && err == nil && unread < len(w.b)
+		if cameBack {
 			acks = append(acks, ps.unconfirmed...)
 			ps.unconfirmed = nil
-			if !w.page() {
-				acks = append(acks, w.lines[0].d)
-			} else {
-				back = append(back, linesOf(w.lines)...)
-			}
-		case ps.curWritten && err == nil && unread < len(w.b):
-			// Read in part: the page before it was used, this one is not known to be.
-			acks = append(acks, ps.unconfirmed...)
-			ps.unconfirmed = nil
-			back = append(back, linesOf(w.lines)...)
-		default:
+		}
+		if cameBack && unread == 0 && !w.page() {
+			acks = append(acks, w.lines[0].d)
+		} else {
 			back = append(back, linesOf(w.lines)...)
 		}
 		ps.cur = nil
@@ -338,7 +334,12 @@ func (ps *pipeState) next() (*pipeWrite, bool) {
 			return nil, false
 		case len(ps.queue) > 0:
 			n := ps.pageLocked()
-			w := &pipeWrite{lines: make([]pipeLine, n)}
+			w := &pipeWrite{}
+			if n == 1 {
+				w.lines = w.one[:]
+			} else {
+				w.lines = make([]pipeLine, n)
+			}
 			copy(w.lines, ps.queue[:n])
 			clear(ps.queue[:n])
 			ps.queue = ps.queue[n:]
@@ -390,13 +391,9 @@ func (ps *pipeState) waitTaken(w *pipeWrite) bool {
 			ps.mu.Unlock()
 			ps.ack(full)
 			return true
-		case gone:
-			ps.mu.Unlock()
-			ps.readerGone()
-			return false
-		case err != nil:
-			// The pipe cannot be looked into any more: give it up as if it were gone,
-			// which gives back what the reader may not have taken.
+		case gone || err != nil:
+			// Gone, or the pipe cannot be looked into any more, which is given up the
+			// same way: what the reader may not have taken goes back.
 			ps.mu.Unlock()
 			ps.readerGone()
 			return false
