@@ -42,35 +42,31 @@ func (u *undecodable) seenBefore(m *client.Message) bool {
 // Checking decodes into scratch, which is returned for the next answer; a JSON
 // payload or a plain string is not copied, so the check costs a scan of each message.
 func (t *taker) setAsideUndecodable(ctx context.Context, msgs []client.Message, scratch []byte) ([]client.Message, []byte) {
-	first := -1
+	kept := msgs[:0]
+	var bad []client.Message
+	var whys []error
 	for i := range msgs {
 		var err error
 		if scratch, err = msgs[i].Check(scratch); err != nil {
-			first = i
-			break
-		}
-	}
-	if first < 0 {
-		return msgs, scratch
-	}
-	kept := msgs[:first]
-	var bad []client.Message
-	for i := first; i < len(msgs); i++ {
-		var err error
-		if scratch, err = msgs[i].Check(scratch); err != nil {
 			bad = append(bad, msgs[i])
+			whys = append(whys, err)
 			continue
 		}
-		kept = append(kept, msgs[i]) // in place: msgs[i] is at or past where it goes
+		if bad != nil {
+			kept = append(kept, msgs[i]) // in place: msgs[i] is at or past where it goes
+		} else {
+			kept = msgs[:i+1] // nothing set aside yet: nothing moves
+		}
 	}
 	for i := range bad {
-		t.undecodableOne(ctx, &bad[i])
+		t.undecodableOne(ctx, &bad[i], whys[i])
 	}
 	return kept, scratch
 }
 
-func (t *taker) undecodableOne(ctx context.Context, m *client.Message) {
-	_, why := m.Check(nil)
+// undecodableOne deals with m, which cannot be decoded for why (see
+// setAsideUndecodable).
+func (t *taker) undecodableOne(ctx context.Context, m *client.Message, why error) {
 	if t.seenBefore(m) {
 		if t.o.OnUndecodable != nil {
 			t.o.OnUndecodable(m, why, "came back: left to its lease, so that it is not taken and given back in a loop")
