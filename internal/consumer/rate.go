@@ -32,19 +32,11 @@ func newTakeRate(perSecond float64, max int) *takeRate {
 func (r *takeRate) wait(ctx context.Context, n int) (int, error) {
 	k := min(n, r.burst)
 	res := r.lim.ReserveN(time.Now(), k)
-	d := res.Delay()
-	if d == 0 {
-		return k, nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return k, nil
-	case <-ctx.Done():
+	if d := res.Delay(); d > 0 && !pause(ctx, d) {
 		res.Cancel()
 		return 0, ctx.Err()
 	}
+	return k, nil
 }
 
 // now is how many of n messages may be taken without waiting, taken from the bucket.
