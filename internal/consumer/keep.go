@@ -113,26 +113,27 @@ func (k *keeper) tick(ctx context.Context) {
 	if k.lease > 0 {
 		every = k.lease / 3
 	}
-	lapsed, due := k.s.sortHeld(now.UnixNano(), max(k.lease, 0), every)
+	lapsed, due, firstLapse := k.s.sortHeld(now.UnixNano(), max(k.lease, 0), every)
 	for _, d := range lapsed {
 		k.s.lose(d, whyLapsed(k.lease))
 	}
 	if len(due) > 0 {
-		k.extend(ctx, now, every, due)
+		k.extend(ctx, now, every, due, firstLapse)
 	}
 }
 
 // extend extends due in one request (as few as the client needs), cut after every or
-// at the first of their leases to lapse, whichever comes first: an extend that lands
-// after that is too late to matter, and the next tick has the lapse rule to apply.
-func (k *keeper) extend(ctx context.Context, now time.Time, every time.Duration, due []*delivery) {
+// at firstLapse, the first of their leases to lapse (0: none known), whichever comes
+// first: an extend that lands after that is too late to matter, and the next tick has
+// the lapse rule to apply.
+func (k *keeper) extend(ctx context.Context, now time.Time, every time.Duration, due []*delivery, firstLapse int64) {
 	deadline := now.Add(every).UnixNano()
+	if firstLapse > 0 {
+		deadline = min(deadline, firstLapse)
+	}
 	handles := make([]string, len(due))
 	for i, d := range due {
 		handles[i] = d.msg.ReceiptHandle
-		if lapse := k.s.lapseOf(d, k.lease); lapse > now.UnixNano() {
-			deadline = min(deadline, lapse)
-		}
 	}
 	rctx, cancel := context.WithDeadline(ctx, time.Unix(0, deadline))
 	defer cancel()
@@ -184,10 +185,19 @@ func (s *settler) heldBefore(t int64) bool {
 
 // sortHeld looks at everything held at now. lapsed are the open deliveries whose lease
 // certainly ran out (none when lease is 0: not known); due are those to extend: once
-// any was last extended every ago, all those extended at least half that ago.
-func (s *settler) sortHeld(now int64, lease, every time.Duration) (lapsed, due []*delivery) {
+// any was last extended every ago, all those extended at least half that ago;
+// firstLapse is when the first of due's leases still running lapses (0: none known),
+// seen under the same lock rather than looked up again for each.
+func (s *settler) sortHeld(now int64, lease, every time.Duration) (lapsed, due []*delivery, firstLapse int64) {
 	dueAt, rideAt := now-int64(every), now-int64(every/2)
 	anyDue := false
+	addDue := func(d *delivery) {
+		due = append(due, d)
+		anyDue = anyDue || d.renewed <= dueAt
+		if lapse := d.renewed + int64(lease); lease > 0 && lapse > now && (firstLapse == 0 || lapse < firstLapse) {
+			firstLapse = lapse
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for d := range s.open {
@@ -195,27 +205,18 @@ func (s *settler) sortHeld(now int64, lease, every time.Duration) (lapsed, due [
 		case lease > 0 && d.renewed+int64(lease) <= now:
 			lapsed = append(lapsed, d)
 		case d.renewed <= rideAt:
-			due = append(due, d)
-			anyDue = anyDue || d.renewed <= dueAt
+			addDue(d)
 		}
 	}
 	for d := range s.acking {
 		if d.renewed <= rideAt {
-			due = append(due, d)
-			anyDue = anyDue || d.renewed <= dueAt
+			addDue(d)
 		}
 	}
 	if !anyDue {
-		due = nil
+		return lapsed, nil, 0
 	}
-	return lapsed, due
-}
-
-// lapseOf is when d's lease certainly runs out (Unix nanoseconds).
-func (s *settler) lapseOf(d *delivery, lease time.Duration) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return d.renewed + int64(lease)
+	return lapsed, due, firstLapse
 }
 
 // renewed notes that the node confirmed d's lease extended at t.
