@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 // What an answer may cost. A node decides how large its answers are, so a bad one
@@ -136,11 +138,11 @@ func readBody(resp *http.Response, budget *readBudget, limit answerLimit) ([]byt
 	}
 	if n := resp.ContentLength; n >= 0 {
 		if n > limit.bytes {
-			return nil, &tooLargeError{fmt.Sprintf("answer of %s bytes is larger than %s", groupDigits(n), limit.what)}
+			return nil, &tooLargeError{fmt.Sprintf("answer of %s bytes is larger than %s", textenc.GroupDigits(n), limit.what)}
 		}
 		if n > budget.max() {
 			return nil, &tooLargeError{fmt.Sprintf("answer of %s bytes is larger than the %s bytes answers may hold",
-				groupDigits(n), groupDigits(budget.max()))}
+				textenc.GroupDigits(n), textenc.GroupDigits(budget.max()))}
 		}
 		if err := budget.wait(ctx, n); err != nil {
 			return nil, err
@@ -169,7 +171,7 @@ func readBody(resp *http.Response, budget *readBudget, limit answerLimit) ([]byt
 		if !budget.take(int64(size)) {
 			return nil, &tooLargeError{fmt.Sprintf(
 				"answer cut at %s bytes: answers being read at once may hold %s bytes together",
-				groupDigits(int64(total)), groupDigits(budget.max()))}
+				textenc.GroupDigits(int64(total)), textenc.GroupDigits(budget.max()))}
 		}
 		held += int64(size)
 		var c []byte
@@ -196,24 +198,4 @@ func readBody(resp *http.Response, budget *readBudget, limit answerLimit) ([]byt
 		out = append(out, c...)
 	}
 	return out, nil
-}
-
-// groupDigits writes n with thousands separators, as narad's other sizes are.
-func groupDigits(n int64) string {
-	s := fmt.Sprint(n)
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 // Error is a non-success HTTP answer: the status and the server's own text.
@@ -102,7 +104,7 @@ func oneLine(s string) string {
 			continue
 		}
 		if b.Len() >= maxErrorText {
-			fmt.Fprintf(&b, "… (%s bytes, %s not shown)", groupDigits(int64(len(s))), groupDigits(int64(len(s)-i)))
+			fmt.Fprintf(&b, "… (%s bytes, %s not shown)", textenc.GroupDigits(int64(len(s))), textenc.GroupDigits(int64(len(s)-i)))
 			break
 		}
 		if space && b.Len() > 0 { // a dropped control character leaves no space in front

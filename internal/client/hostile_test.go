@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 // A node that answers too much: whatever it sends, and however many consumes are in
@@ -152,10 +154,10 @@ func TestHostileAnswersCostAtMostTwiceTheCap(t *testing.T) {
 				t.Errorf("no answer refused for its size: %v", errs)
 			}
 			if limit := uint64(2 * maxBody); got > limit {
-				t.Errorf("allocated %s bytes reading %d answers; want at most %s", groupDigits(int64(got)),
-					c.inFlight, groupDigits(int64(limit)))
+				t.Errorf("allocated %s bytes reading %d answers; want at most %s", textenc.GroupDigits(int64(got)),
+					c.inFlight, textenc.GroupDigits(int64(limit)))
 			}
-			t.Logf("allocated %s bytes; errors %v", groupDigits(int64(got)), errs[0])
+			t.Logf("allocated %s bytes; errors %v", textenc.GroupDigits(int64(got)), errs[0])
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/narad/narad/internal/textenc"
@@ -41,18 +40,5 @@ func Cut(s string, max int) string {
 	for end > 0 && !utf8.RuneStart(s[end]) {
 		end--
 	}
-	return s[:end] + "… (" + groupDigits(len(s)) + " bytes, " + groupDigits(len(s)-end) + " not shown)"
-}
-
-// groupDigits writes n (not negative) with thousands separators.
-func groupDigits(n int) string {
-	s := strconv.Itoa(n)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
+	return s[:end] + "… (" + textenc.GroupDigits(int64(len(s))) + " bytes, " + textenc.GroupDigits(int64(len(s)-end)) + " not shown)"
 }
