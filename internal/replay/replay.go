@@ -175,16 +175,26 @@ func (r *reading) sweep(ctx context.Context, last bool) (progressed, stop bool, 
 
 // skipGone moves partition p past offsets retention dropped, to what it still holds.
 func (r *reading) skipGone(ctx context.Context, p int) error {
-	t, err := r.src.Topic(ctx, r.o.Topic)
+	oldest, err := oldestPast(ctx, r.src, r.o.Topic, p, r.next[p])
 	if err != nil {
 		return err
 	}
-	oldest := statsOf(t, p).OldestOffset
-	if oldest <= r.next[p] {
-		return fmt.Errorf("replay partition %d offset %d: gone and no newer offset retained", p, r.next[p])
-	}
 	r.next[p] = oldest
 	return nil
+}
+
+// oldestPast is partition p's oldest retained offset once retention dropped off
+// (a read of it answered 410); an error when nothing newer than off is retained.
+func oldestPast(ctx context.Context, src Source, topic string, p int, off int64) (int64, error) {
+	t, err := src.Topic(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	oldest := statsOf(t, p).OldestOffset
+	if oldest <= off {
+		return 0, fmt.Errorf("replay partition %d offset %d: gone and no newer offset retained", p, off)
+	}
+	return oldest, nil
 }
 
 // deliver emits m when the window keeps it; stop says emit wants no more.

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/narad/narad/internal/client"
 )
@@ -60,13 +59,9 @@ func findStart(ctx context.Context, src Source, topic string, p int, st client.P
 		if client.IsGone(err) {
 			// Retention moved the partition's oldest past mid while we searched:
 			// what is gone needs no searching, so the window starts at the new oldest.
-			t, err := src.Topic(ctx, topic)
+			oldest, err := oldestPast(ctx, src, topic, p, mid)
 			if err != nil {
 				return f, err
-			}
-			oldest := statsOf(t, p).OldestOffset
-			if oldest <= mid {
-				return f, fmt.Errorf("replay partition %d offset %d: gone and no newer offset retained", p, mid)
 			}
 			lo, below = oldest, nil
 			if hi <= lo {
