@@ -362,9 +362,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, tooLarge int) boo
 // Content-Length, or once read) is answered status with "<what> over <limit> bytes",
 // a body that cannot be read 400; it answers every refusal itself and returns false.
 func readLimited(w http.ResponseWriter, r *http.Request, limit int, what string, status int) ([]byte, bool) {
-	tooLarge := fmt.Sprintf("%s over %d bytes", what, limit)
+	// The refusal's text is made only for a refusal: this is every produce's path.
+	tooLarge := func() string { return fmt.Sprintf("%s over %d bytes", what, limit) }
 	if r.ContentLength > int64(limit) {
-		writeError(w, status, tooLarge)
+		writeError(w, status, tooLarge())
 		return nil, false
 	}
 	raw, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
@@ -374,7 +375,7 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int, what string,
 		return nil, false
 	}
 	if len(raw) > limit {
-		writeError(w, status, tooLarge)
+		writeError(w, status, tooLarge())
 		return nil, false
 	}
 	return raw, true
