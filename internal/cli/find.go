@@ -17,9 +17,6 @@ import (
 // takes them: a consumer that filtered would take messages it never shows).
 type findFlags struct{ filter, grep string }
 
-// findFlagNames are the flags findFlags adds.
-var findFlagNames = []string{"filter", "grep"}
-
 func (o *findFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.filter, "filter", "", "show only messages this jq expression is true for (neither false nor null), e.g. '.payload.status == \"failed\"'")
