@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"syscall"
@@ -89,13 +90,7 @@ func (e runEnv) printCanaryStats(mode string, st supervisor.CanaryStats) {
 		return
 	}
 	w := e.statsOut()
-	codes := slices.Sorted(func(yield func(int) bool) {
-		for c := range st.ExitCodes {
-			if !yield(c) {
-				return
-			}
-		}
-	})
+	codes := slices.Sorted(maps.Keys(st.ExitCodes))
 	if mode == "json" {
 		j := canaryJSON{Ran: st.Ran, Succeeded: st.Succeeded, Failed: st.Failed, TimedOut: st.TimedOut,
 			NotStarted: st.NotStarted, Signaled: st.Signaled, Stopped: st.Stopped, ExitCodes: map[string]int64{},
