@@ -15,7 +15,6 @@ import (
 
 	"github.com/narad/narad/internal/bench"
 	"github.com/narad/narad/internal/client"
-	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/producer"
 	"github.com/narad/narad/internal/render"
 )
@@ -352,10 +351,7 @@ func printBenchHistograms(e runEnv, names []string, phases []*bench.Phase) error
 			err = render.Histogram(e.IO.Out, s, title, histogramBars(p))
 		}
 		if err != nil {
-			if consumer.IsClosedOutput(err) {
-				return nil
-			}
-			return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+			return outputDone(err)
 		}
 	}
 	return nil
