@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -24,12 +25,10 @@ func countOf(n int64, one, many string) string {
 // formatBytes is render.ByteSize, under the name the commands call it by.
 func formatBytes(n int64) string { return render.ByteSize(n) }
 
-// roundDuration is d as a person writes it: 30s, 1m, 1h30m (not 1m0s).
+// roundDuration is d as a person writes it: 30s, 1m, 1h30m (not 1m0s), and a whole
+// hour as 1h, where consumer.ShortDuration leaves Go's 1h0m.
 func roundDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
+	s := consumer.ShortDuration(d)
 	if strings.HasSuffix(s, "h0m") {
 		s = strings.TrimSuffix(s, "0m")
 	}
