@@ -50,17 +50,9 @@ func runReplay(e runEnv, out MessageOutput, ro replay.Options, timeout time.Dura
 		defer cancelT()
 	}
 	var buf []byte
-	mt, count := find.Match, ro.Count
-	if mt != nil {
-		ro.Count = 0 // the read goes on until count messages matched
-	}
-	var read, n int
-	_, err = replay.Run(ctx, c, ro, func(m *client.Message) error {
-		read++
-		if mt != nil && !mt.Match(m) {
-			return nil
-		}
-		n++
+	ro.Match = find.Match // ro.Count then counts the messages it keeps
+	n, err := replay.Run(ctx, c, ro, func(m *client.Message) error {
+		var err error
 		buf, err = r.Append(buf[:0], m)
 		if err != nil {
 			return err
@@ -71,17 +63,17 @@ func runReplay(e runEnv, out MessageOutput, ro replay.Options, timeout time.Dura
 			}
 			return err
 		}
-		if mt != nil && count > 0 && n >= count {
-			return replay.ErrStop
-		}
 		return nil
 	})
+	read := int64(n)
+	if find.Match != nil {
+		read = find.Match.Read
+	}
 	if err == nil || read > 0 || ctx.Err() != nil {
 		// (Nothing read before a fatal error says nothing: the error line does.)
-		e.readStats(find.Stats, int64(read), int64(n))
+		e.readStats(find.Stats, read, int64(n))
 	}
-	e.filterFailures(mt)
-	ro.Count = count
+	e.filterFailures(find.Match)
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Run turns the signal into 130/143

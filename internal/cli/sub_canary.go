@@ -48,10 +48,8 @@ func canaryRun(opts *SubOptions) error {
 		ctx, cancelT = context.WithTimeout(sctx, opts.Timeout)
 		defer cancelT()
 	}
-	read := canaryRead{can: can, hard: opts.Signals.Hard, match: opts.Match, count: ro.Count}
-	if read.match != nil {
-		ro.Count = 0 // the read goes on until count messages matched
-	}
+	read := canaryRead{can: can, hard: opts.Signals.Hard}
+	ro.Match = opts.Match // ro.Count then counts the messages it keeps
 	_, err = replay.Run(ctx, c, ro, read.message(ctx))
 	can.Finish(opts.Signals.Hard, opts.Signals.Soft)
 	st := can.Stats()
@@ -59,7 +57,7 @@ func canaryRun(opts *SubOptions) error {
 		// (Nothing run before a fatal error says nothing: the error line does.)
 		opts.printCanaryStats(opts.Stats, st)
 	}
-	opts.filterFailures(read.match)
+	opts.filterFailures(opts.Match)
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Main turns the signal into 130/143
@@ -76,34 +74,26 @@ func canaryRun(opts *SubOptions) error {
 	if st.Failed > 0 {
 		return exitWith(ExitFailed, fmt.Errorf("%d of %s failed", st.Failed, countOf(st.Ran, "command", "commands")))
 	}
-	if read.count > 0 && read.n < read.count && ctx.Err() != nil {
-		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, read.n, read.count))
+	if ro.Count > 0 && read.n < ro.Count && ctx.Err() != nil {
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, read.n, ro.Count))
 	}
 	return nil
 }
 
 // canaryRead hands each message read (that --filter and --grep keep) to the canary.
 type canaryRead struct {
-	can   *supervisor.Canary
-	hard  context.Context
-	match *replay.Matcher
-	count int   // with a matcher: stop after this many matched (0: no limit)
-	n     int   // messages run
-	err   error // what stopped the run of commands, if anything did
+	can  *supervisor.Canary
+	hard context.Context
+	n    int   // messages run
+	err  error // what stopped the run of commands, if anything did
 }
 
 func (r *canaryRead) message(ctx context.Context) func(*client.Message) error {
 	return func(m *client.Message) error {
-		if r.match != nil && !r.match.Match(m) {
-			return nil
-		}
 		if r.err = r.can.Run(ctx, r.hard, m); r.err != nil {
 			return replay.ErrStop
 		}
 		r.n++
-		if r.match != nil && r.count > 0 && r.n >= r.count {
-			return replay.ErrStop
-		}
 		return nil
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // Matcher decides which messages a read shows (--filter, --grep) and counts what it
 // was asked about. Both set: a message must pass both. It is used from one
-// goroutine (the read's emit callback).
+// goroutine (the read's, through Options.Match).
 type Matcher struct {
 	// Filter keeps a message when the expression's first result on it (the message as
 	// -o json shows it) is neither false nor null. An expression that fails on a

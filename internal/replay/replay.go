@@ -41,6 +41,9 @@ type Options struct {
 	To int64
 	// Count stops after this many messages in all; 0 means no limit.
 	Count int
+	// Match, when set, emits only the messages it keeps (--filter, --grep), and
+	// Count counts those: the read goes on until Count messages matched.
+	Match *Matcher
 	// Follow keeps polling at the tail instead of stopping there.
 	Follow bool
 	// PollInterval is the pause between sweeps that found nothing new (Follow).
@@ -199,7 +202,7 @@ func oldestPast(ctx context.Context, src Source, topic string, p int, off int64)
 
 // deliver emits m when the window keeps it; stop says emit wants no more.
 func (r *reading) deliver(p int, m *client.Message) (stop bool, err error) {
-	if !r.w.keep(p, m) {
+	if !r.w.keep(p, m) || r.o.Match != nil && !r.o.Match.Match(m) {
 		return false, nil
 	}
 	r.emitted++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -76,6 +77,23 @@ func TestOffsetToAndCount(t *testing.T) {
 	got, _ = collect(t, src, Options{Topic: "t", To: -1, Count: 2})
 	if want := []string{`p0@0="a"`, `p0@1="b"`}; !slices.Equal(got, want) {
 		t.Errorf("--count 2: got %v, want %v", got, want)
+	}
+}
+
+// With a Match, only what it keeps is emitted and Count counts those: the read goes
+// past the messages it drops until Count matched, and reads no further.
+func TestMatchCountsWhatItKeeps(t *testing.T) {
+	src := &fakeTopic{parts: [][]string{{"fail1", "ok", "fail2", "fail3"}}}
+	mt := &Matcher{Grep: regexp.MustCompile(`fail`)}
+	got, err := collect(t, src, Options{Topic: "t", To: -1, Count: 2, Match: mt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`p0@0="fail1"`, `p0@2="fail2"`}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if mt.Read != 3 || mt.Matched != 2 || src.calls != 3 {
+		t.Errorf("read %d, matched %d, replay calls %d; want 3, 2, 3", mt.Read, mt.Matched, src.calls)
 	}
 }
 
