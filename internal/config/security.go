@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"runtime"
 	"strings"
 )
@@ -61,12 +60,4 @@ func shellQuote(path string) string {
 		return path
 	}
 	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
-}
-
-// fileMode is the permission bits of an open config file, 0 when unknown.
-func fileMode(fi os.FileInfo, err error) os.FileMode {
-	if err != nil {
-		return 0
-	}
-	return fi.Mode()
 }
