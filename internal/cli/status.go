@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,30 +193,19 @@ func statusRun(opts *StatusOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "no topics (create one with narad topic create NAME)")
 		return nil
 	}
-	switch {
-	case merr == nil:
-	case client.StatusOf(merr) == http.StatusUnauthorized || client.StatusOf(merr) == http.StatusForbidden:
-		fmt.Fprintln(opts.IO.ErrOut, "narad: in flight and lag not shown: this user may not read the node's /metrics")
-	default:
-		fmt.Fprintf(opts.IO.ErrOut, "narad: in flight and lag not shown: %s\n", render.Escape(describeErr(merr)))
+	if merr != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "narad: in flight and lag not shown: %s\n", render.Escape(metricsProblem(merr)))
 	}
 	table := make([][]string, 0, len(rows))
 	failed := 0
 	for _, r := range rows {
 		if r.Error != "" {
 			failed++
-			table = append(table, []string{r.Name, "-", "-", "-", "-", "-"})
 			fmt.Fprintf(opts.IO.ErrOut, "narad: %s: %s\n", render.Escape(r.Name), render.Escape(r.Error))
-			continue
 		}
-		retained := strconv.FormatInt(r.Retained, 10)
-		if r.Partial {
-			retained += "+"
-		}
-		table = append(table, []string{r.Name, strconv.Itoa(r.Partitions), retained, formatBytes(r.SizeBytes),
-			optCount(r.InFlight), optCount(r.Lag)})
+		table = append(table, statusCells(r))
 	}
-	if err := opts.printTable([]string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG"}, table); err != nil {
+	if err := opts.printTable(statusHeaders, table); err != nil {
 		return err
 	}
 	if failed == len(rows) {
@@ -252,6 +240,22 @@ func readStatus(ctx context.Context, c *client.Client, names []string) (rows []T
 	q := parseQueueMetrics(text)
 	applyMetrics(rows, q)
 	return rows, &q, nil
+}
+
+var statusHeaders = []string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG"}
+
+// statusCells are r's cells under statusHeaders: "-" for all but the name when it
+// could not be read.
+func statusCells(r TopicStatus) []string {
+	if r.Error != "" {
+		return []string{r.Name, "-", "-", "-", "-", "-"}
+	}
+	retained := strconv.FormatInt(r.Retained, 10)
+	if r.Partial {
+		retained += "+"
+	}
+	return []string{r.Name, strconv.Itoa(r.Partitions), retained, formatBytes(r.SizeBytes),
+		optCount(r.InFlight), optCount(r.Lag)}
 }
 
 func optCount(v *int64) string {

@@ -318,20 +318,15 @@ func metricsProblem(err error) string {
 
 var watchHeaders = []string{"TOPIC", "PARTITIONS", "MESSAGES", "SIZE", "IN FLIGHT", "LAG", "PRODUCE/S", "CONSUME/S"}
 
-// watchCells are the table's cells for rows.
+// watchCells are the table's cells for rows: status's, and the rates.
 func watchCells(rows []TopicStatus) [][]string {
 	cells := make([][]string, len(rows))
 	for i, r := range rows {
 		if r.Error != "" {
-			cells[i] = []string{r.Name, "-", "-", "-", "-", "-", "-", "-"}
+			cells[i] = append(statusCells(r), "-", "-")
 			continue
 		}
-		retained := strconv.FormatInt(r.Retained, 10)
-		if r.Partial {
-			retained += "+"
-		}
-		cells[i] = []string{r.Name, strconv.Itoa(r.Partitions), retained, formatBytes(r.SizeBytes),
-			optCount(r.InFlight), optCount(r.Lag), optRate(r.ProducePerSec), optRate(r.ConsumePerSec)}
+		cells[i] = append(statusCells(r), optRate(r.ProducePerSec), optRate(r.ConsumePerSec))
 	}
 	return cells
 }
