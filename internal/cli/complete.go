@@ -110,15 +110,6 @@ func fixedValues(values ...string) cobra.CompletionFunc {
 	}
 }
 
-// firstArgName is the first argument in a usage line, without brackets:
-// "sub TOPIC [flags]" -> "TOPIC", "show [NAME]" -> "NAME".
-func firstArgName(use string) string {
-	if names := argNames(use); len(names) > 0 {
-		return names[0]
-	}
-	return ""
-}
-
 // argNames are the positional arguments of a usage line, up to its flags, without
 // brackets; a repeated one ends with "...": "attach PARENT CHILD" -> [PARENT CHILD],
 // "status [TOPIC...] [--watch]" -> [TOPIC...].
@@ -146,11 +137,11 @@ func isTopicArg(names []string, i int) bool {
 
 // argCompletion is what TAB offers for c's positional arguments.
 func (f *Factory) argCompletion(c *cobra.Command) cobra.CompletionFunc {
-	first := firstArgName(c.Use)
 	names := argNames(c.Use)
 	// topic create names a topic that does not exist yet.
 	creates := c.Name() == "create"
-	inContext := c.HasParent() && c.Parent().Name() == "context"
+	// context use/show/rm NAME: a saved context (context add names a new one).
+	contextName := len(names) > 0 && names[0] == "NAME" && c.HasParent() && c.Parent().Name() == "context" && c.Name() != "add"
 	// sub TOPIC -- COMMAND: past the topic comes a program and its arguments, which
 	// may be files. (Whether -- was typed cannot be told here: while completing,
 	// cobra parses the line once with a -- of its own, which pflag remembers.)
@@ -162,11 +153,7 @@ func (f *Factory) argCompletion(c *cobra.Command) cobra.CompletionFunc {
 		if !creates && isTopicArg(names, len(args)) {
 			return f.completeTopics(cmd, args, toComplete)
 		}
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		switch {
-		case first == "NAME" && inContext && cmd.Name() != "add":
+		if len(args) == 0 && contextName {
 			return f.completeContextNames(cmd, args, toComplete)
 		}
 		return nil, cobra.ShellCompDirectiveNoFileComp

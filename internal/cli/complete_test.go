@@ -324,3 +324,12 @@ func TestEveryTopicArgumentAndFlagCompletesTopics(t *testing.T) {
 		t.Errorf("only %d topic arguments and flags found", checked)
 	}
 }
+
+// firstArgName is the first argument in a usage line, without brackets:
+// "sub TOPIC [flags]" -> "TOPIC", "show [NAME]" -> "NAME".
+func firstArgName(use string) string {
+	if names := argNames(use); len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
