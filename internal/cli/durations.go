@@ -76,14 +76,7 @@ func formatMillis(ms int64) string {
 		s = strconv.FormatInt(int64(days), 10) + "d"
 	}
 	if rest > 0 {
-		r := rest.String()
-		if strings.HasSuffix(r, "m0s") {
-			r = strings.TrimSuffix(r, "0s")
-		}
-		if strings.HasSuffix(r, "h0m") {
-			r = strings.TrimSuffix(r, "0m")
-		}
-		s += r
+		s += roundDuration(rest)
 	}
 	return s
 }
