@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/config"
-	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -448,10 +447,7 @@ func contextShowRun(opts *ContextShowOptions) error {
 		fmt.Fprintf(w, "withheld:  its credentials: %s is not its server\n", render.Escape(config.RedactURL(conn.Server)))
 	}
 	_, err = fmt.Fprintf(w, "current:   %t\n", v.Current)
-	if err != nil && !consumer.IsClosedOutput(err) {
-		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
-	}
-	return nil
+	return outputDone(err)
 }
 
 // connectionFields are the fields of a connection a flag or the environment can set

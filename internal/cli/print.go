@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -30,10 +29,7 @@ func checkTextJSON(o string) error {
 // printTable writes rows under headers on stdout, aligned (coloured headers on a
 // terminal).
 func (e runEnv) printTable(headers []string, rows [][]string) error {
-	if err := render.Table(e.IO.Out, e.IO.ColorEnabled(), e.IO.IsStdoutTTY(), headers, rows); err != nil && !consumer.IsClosedOutput(err) {
-		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
-	}
-	return nil
+	return outputDone(render.Table(e.IO.Out, e.IO.ColorEnabled(), e.IO.IsStdoutTTY(), headers, rows))
 }
 
 // printList is what an ls-style command prints of items: doc with -o json, else a

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
-	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -138,10 +137,7 @@ func topicInfoRun(opts *TopicInfoOptions) error {
 		return opts.printJSON(t)
 	}
 	if err := writeTopicSettings(opts.IO.Out, t); err != nil {
-		if consumer.IsClosedOutput(err) {
-			return nil
-		}
-		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
+		return outputDone(err)
 	}
 	// Owner and status are v3.1's; an older node's table goes without the columns.
 	placed := false

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
-	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/textenc"
 )
@@ -458,8 +457,6 @@ func topicSchemaRun(opts *TopicSchemaOptions) error {
 		}
 		out.WriteByte('\n')
 	}
-	if _, err := opts.IO.Out.Write(out.Bytes()); err != nil && !consumer.IsClosedOutput(err) {
-		return exitWith(ExitFailed, fmt.Errorf("write output: %v", err))
-	}
-	return nil
+	_, err = opts.IO.Out.Write(out.Bytes())
+	return outputDone(err)
 }
