@@ -204,10 +204,7 @@ func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "dry run of decommissioning %s (nothing changed); the node's verdict:\n", id)
 		var out bytes.Buffer
-		if len(verdict) == 0 || json.Indent(&out, textenc.InertJSON(verdict), "", "  ") != nil {
-			out.Reset()
-			out.Write(textenc.InertJSON(verdict))
-		}
+		writeIndentedJSON(&out, verdict)
 		out.WriteByte('\n')
 		return opts.writeOut(out.String())
 	case client.DecommissionCancel:

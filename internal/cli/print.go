@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // How the commands that answer once (topic, user, cluster, context, status) print:
@@ -72,4 +75,15 @@ func (e runEnv) report(output string, v any, format string, args ...any) error {
 func (e runEnv) writeOut(s string) error {
 	_, err := io.WriteString(e.IO.Out, s)
 	return outputDone(err)
+}
+
+// writeIndentedJSON writes a node's JSON document raw to b indented for a person, or
+// as it came when it is not valid JSON (empty, say). InertJSON first: its strings may
+// hold C1 controls, which JSON leaves raw and a terminal would act on. (json.Indent
+// writes nothing when it fails.)
+func writeIndentedJSON(b *bytes.Buffer, raw []byte) {
+	inert := textenc.InertJSON(raw)
+	if json.Indent(b, inert, "", "  ") != nil {
+		b.Write(inert)
+	}
 }

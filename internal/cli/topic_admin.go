@@ -15,7 +15,6 @@ import (
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
-	"github.com/narad/narad/internal/textenc"
 )
 
 // The topic commands that change a topic's settings or its fan-out children:
@@ -450,11 +449,7 @@ func topicSchemaRun(opts *TopicSchemaOptions) error {
 			}
 			fmt.Fprintf(&out, "# version %d%s\n", v.Version, mark)
 		}
-		// InertJSON first: a schema's strings may hold C1 controls, which JSON
-		// leaves raw and a terminal would act on.
-		if err := json.Indent(&out, textenc.InertJSON(v.Schema), "", "  "); err != nil {
-			out.Write(textenc.InertJSON(v.Schema))
-		}
+		writeIndentedJSON(&out, v.Schema)
 		out.WriteByte('\n')
 	}
 	_, err = opts.IO.Out.Write(out.Bytes())
