@@ -392,13 +392,9 @@ func (m *Model) settle(e *entry, a action) tea.Cmd {
 					return resultMsg{e: e, act: a, err: err}
 				}
 			}
-			var k *string
-			if s, ok := keyText(msg); ok {
-				k = &s
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			return resultMsg{e: e, act: a, err: produce(ctx, topic, body, k)}
+			return resultMsg{e: e, act: a, err: produce(ctx, topic, body, msg.ForwardKey())}
 		}
 	}
 	if m.spinning {
@@ -719,8 +715,9 @@ func (m Model) header(e *entry) string {
 	msg := e.m
 	parts := []string{st.Header.Render(textenc.Escape(msg.Topic)),
 		st.Tag.Render(fmt.Sprintf("p%d @%d", msg.Partition, msg.Offset))}
-	if ks, ok := keyText(msg); ok {
-		parts = append(parts, st.Key.Render("key="+textenc.Escape(ks)))
+	// The key as a dead letter keeps it: decoded, or as the node sent it.
+	if k := msg.ForwardKey(); k != nil {
+		parts = append(parts, st.Key.Render("key="+textenc.Escape(*k)))
 	}
 	t := time.Unix(msg.Timestamp, 0)
 	switch {
@@ -805,14 +802,4 @@ func (m Model) leaseText(e *entry) string {
 		return "lease ran out: no extend confirmed, it may be delivered again"
 	}
 	return fmt.Sprintf("lease %s left, kept", left.Round(time.Second/10).String())
-}
-
-// keyText is msg's key decoded, or as the node sent it when it cannot be decoded (what
-// exec mode's dead letter keeps too); false when the message has none.
-func keyText(msg *client.Message) (string, bool) {
-	b, ok, err := msg.KeyBytes()
-	if err != nil {
-		return *msg.Key, true
-	}
-	return string(b), ok
 }
