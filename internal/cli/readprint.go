@@ -9,23 +9,17 @@ import (
 	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/replay"
 )
 
 // A replay read printed with the output flags: what replay and sub --peek both do.
 
-// runReplay prints a replay with the output flags; sub --peek shares it. A timeout
-// (peek's --timeout) ends it, with exit 3 when ro.Count was not reached. With a
-// matcher only the messages it keeps are printed, and ro.Count counts those.
-func runReplay(e runEnv, out MessageOutput, ro replay.Options, timeout time.Duration, find findOptions) error {
-	r, err := out.renderer(e)
-	if err != nil {
-		return err
-	}
-	c, err := e.Client()
-	if err != nil {
-		return err
-	}
+// runReplay prints a replay through r (the output flags' renderer) with c; sub
+// --peek shares it. A timeout (peek's --timeout) ends it, with exit 3 when ro.Count
+// was not reached. With a matcher only the messages it keeps are printed, and
+// ro.Count counts those.
+func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options, timeout time.Duration, find findOptions) error {
 	sctx, cancel := e.Context()
 	defer cancel()
 	// A reader that went away while the read waits at the tail (--follow, --peek) ends

@@ -154,5 +154,13 @@ func replayRun(opts *ReplayOptions) error {
 		ro.Start, ro.Offset = replay.FromOffset, *opts.Offset
 	}
 	opts.Time.apply(opts.runEnv, &ro)
-	return runReplay(opts.runEnv, opts.Output, ro, 0, opts.Find)
+	r, err := opts.Output.renderer(opts.runEnv)
+	if err != nil {
+		return err
+	}
+	c, err := opts.Client()
+	if err != nil {
+		return err
+	}
+	return runReplay(opts.runEnv, c, r, ro, 0, opts.Find)
 }

@@ -55,11 +55,14 @@ func peekReplay(opts *SubOptions) replay.Options {
 // reserved, so it never competes with the real consumers.
 func peekRun(opts *SubOptions) error {
 	ro := peekReplay(opts)
-	if _, err := opts.Output.renderer(opts.runEnv); err != nil {
+	r, err := opts.Output.renderer(opts.runEnv)
+	if err != nil {
 		return err // before saying what it would do
 	}
-	if c, err := opts.Client(); err == nil {
-		opts.announce("watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
+	c, err := opts.Client()
+	if err != nil {
+		return err
 	}
-	return runReplay(opts.runEnv, opts.Output, ro, opts.Timeout, findOptions{Match: opts.Match, Stats: opts.Stats})
+	opts.announce("watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
+	return runReplay(opts.runEnv, c, r, ro, opts.Timeout, findOptions{Match: opts.Match, Stats: opts.Stats})
 }
