@@ -38,11 +38,9 @@ func (e runEnv) surplusNotice() func(asked, got int) {
 
 // undecodableNotice reports a message the run could not decode, and what became of it:
 // "narad: message p1 @8: payload is not valid base64: ...; given back; the others go on".
-func (e runEnv) undecodableNotice() func(m *client.Message, why error, fate string) {
-	return func(m *client.Message, why error, fate string) {
-		fmt.Fprintf(e.IO.ErrOut, "narad: message p%d @%d cannot be decoded (%s): %s\n", m.Partition, m.Offset,
-			render.Escape(render.Cut(why.Error(), 300)), fate)
-	}
+func (e runEnv) undecodableNotice(m *client.Message, why error, fate string) {
+	fmt.Fprintf(e.IO.ErrOut, "narad: message p%d @%d cannot be decoded (%s): %s\n", m.Partition, m.Offset,
+		render.Escape(render.Cut(why.Error(), 300)), fate)
 }
 
 // announce says on stderr what a long-running command is doing, on a terminal only:

@@ -322,7 +322,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	}
 	co.OnNodeLost, co.OnNodeBack = opts.nodeNotices(c)
 	co.OnSurplus = opts.surplusNotice()
-	co.OnUndecodable = opts.undecodableNotice()
+	co.OnUndecodable = opts.undecodableNotice
 	m.wire(&co)
 	// Settlements still retrying when the grace after a signal ends (for running
 	// commands, or lines in a pipe) are given up then, as at a second signal, and
