@@ -171,7 +171,7 @@ func benchRun(opts *BenchOptions) error {
 		return err
 	}
 
-	st := &benchFailures{e: opts.runEnv}
+	st := &benchFailures{progress: newProgressLine(opts.IO.ErrOut)}
 	b := bench.New(c, rec, bench.Options{
 		Topic: opts.Topic, Count: opts.Count, Size: opts.Size, Keys: opts.Keys, Payload: opts.Payload,
 		Concurrency: opts.Concurrency, Consume: opts.Consume,
@@ -179,7 +179,6 @@ func benchRun(opts *BenchOptions) error {
 	})
 	stopProgress := func() {}
 	if opts.IO.IsStderrTTY() {
-		st.progress = newProgressLine(opts.IO.ErrOut)
 		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, func() string {
 			p := b.Progress()
 			return fmt.Sprintf("%s: %d of %d messages…", p.Phase, p.Done, p.Of)
@@ -272,8 +271,7 @@ func benchDelete(opts *BenchOptions, c *client.Client) error {
 // benchFailures prints the first message the node refused; the rest are counted in
 // the report (a topic whose schema refuses bench's payloads would refuse them all).
 type benchFailures struct {
-	e        runEnv
-	progress *progressLine
+	progress *progressLine // writes the line, clearing a progress line shown
 	mu       sync.Mutex
 	shown    bool
 }
@@ -287,11 +285,7 @@ func (b *benchFailures) report(fl producer.Failure) {
 	b.shown = true
 	line := fmt.Sprintf("narad: message %d: %s (%d bytes%s)\n", fl.Record.Pos, render.Escape(statusText(fl.Err)),
 		len(fl.Record.Body), produceHint(fl.Status, len(fl.Record.Body)))
-	if b.progress != nil {
-		b.progress.println(line)
-		return
-	}
-	fmt.Fprint(b.e.IO.ErrOut, line)
+	b.progress.println(line)
 }
 
 // printBenchReport prints the figures on stdout (a table, or -o json) and what they

@@ -3,11 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -222,7 +220,8 @@ func produceRun(opts *ProduceOptions) error {
 		return err
 	}
 	defer c.CloseIdleConnections()
-	st := &produceState{e: opts.runEnv, where: where, start: opts.Now(), keepPartition: opts.KeepPartition}
+	st := &produceState{e: opts.runEnv, where: where, start: opts.Now(), keepPartition: opts.KeepPartition,
+		progress: newProgressLine(opts.IO.ErrOut)}
 	var pacer *producer.Pacer
 	if opts.Pace > 0 {
 		pacer = producer.Paced(src, opts.Pace, opts.Signals.Soft)
@@ -240,7 +239,6 @@ func produceRun(opts *ProduceOptions) error {
 	})
 	stopProgress := func() {}
 	if opts.IO.IsStderrTTY() {
-		st.progress = newProgressLine(opts.IO.ErrOut)
 		stopProgress = st.progress.run(time.Second, 500*time.Millisecond, func() string {
 			s := p.Stats()
 			line := fmt.Sprintf("produced %s (%s)…", plural(s.Produced, "message"), formatBytes(s.Bytes))
@@ -314,11 +312,12 @@ func produceInput(opts *ProduceOptions) (src producer.Source, where string, clos
 
 // produceState prints for one run.
 type produceState struct {
-	e        runEnv
-	where    string // "stdin", "file x", "arguments"
-	start    time.Time
+	e     runEnv
+	where string // "stdin", "file x", "arguments"
+	start time.Time
+	// progress writes every line on stderr, whole, and on a terminal the progress
+	// line between them.
 	progress *progressLine
-	mu       sync.Mutex // keeps lines on stderr whole
 	// keepPartition: a failure names the line's partition, the likely cause.
 	keepPartition bool
 }
@@ -352,14 +351,7 @@ func (st *produceState) position(pos int) string {
 }
 
 func (st *produceState) printf(format string, a ...any) {
-	line := fmt.Sprintf(format, a...)
-	if st.progress != nil {
-		st.progress.println(line)
-		return
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	io.WriteString(st.e.IO.ErrOut, line)
+	st.progress.println(fmt.Sprintf(format, a...))
 }
 
 // summary prints the closing line, always: after a fatal error only if something was
