@@ -214,9 +214,10 @@ func contextAddRun(opts *ContextAddOptions) error {
 	return nil
 }
 
-// passwordWhere is how context show says where a password is kept.
+// passwordWhere is how context show says where a password is kept, from
+// contextJSON's PasswordStore.
 func passwordWhere(store string) string {
-	if store == config.StoreKeyring {
+	if store == "keyring" {
 		return "in the system keyring"
 	}
 	return "in the config file"
@@ -431,8 +432,7 @@ func contextShowRun(opts *ContextShowOptions) error {
 		fmt.Fprintf(w, "user:      %s\n", render.Escape(v.User))
 	}
 	if v.Password != "" {
-		store, _ := cfg.Contexts[name].HasPassword()
-		fmt.Fprintf(w, "password:  %s (%s)\n", v.Password, passwordWhere(store))
+		fmt.Fprintf(w, "password:  %s (%s)\n", v.Password, passwordWhere(v.PasswordStore))
 	}
 	if v.CACert != "" {
 		fmt.Fprintf(w, "ca-cert:   %s\n", render.Escape(v.CACert))
