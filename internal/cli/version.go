@@ -82,11 +82,7 @@ func versionCmd(f *Factory, run func(*VersionOptions) error) *cobra.Command {
 		Args:        exactArgs(0, "no arguments"),
 		Annotations: map[string]string{instant: "yes"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.runEnv = f.runEnv()
-			if err := checkTextJSON(opts.Output); err != nil {
-				return err
-			}
-			return run(opts)
+			return runWith(f, opts, run, checkTextJSON(opts.Output))
 		},
 	}
 	addTextJSONFlag(cmd, &opts.Output)
