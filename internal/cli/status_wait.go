@@ -58,7 +58,7 @@ var errWaitUnknown = errors.New("cannot tell")
 // waitLook turns one look at the node into each topic's state. On an error (one
 // wrapping errWaitUnknown, a topic's, the node's) topic is the topic it is about
 // ("" for the node's).
-func waitLook(rows []TopicStatus, m *queueMetrics, merr error) (state []waitTopic, topic string, err error) {
+func waitLook(rows []TopicStatus, merr error) (state []waitTopic, topic string, err error) {
 	if merr != nil {
 		if st := client.StatusOf(merr); st == http.StatusUnauthorized || st == http.StatusForbidden || st == http.StatusNotFound {
 			return nil, "", fmt.Errorf("%w: the node's /metrics cannot be read (%s), and only they say what is ready or in flight "+
@@ -102,11 +102,11 @@ func statusWaitEmpty(opts *StatusOptions) error {
 	var last []waitTopic // the last state known, for the timeout's report
 	var lastErr error    // the last look's error, when it failed
 	for look := 0; ; look++ {
-		rows, m, merr := readStatus(ctx, c, opts.Topics)
+		rows, _, merr := readStatus(ctx, c, opts.Topics)
 		if ctx.Err() != nil {
 			return exitWith(ExitFailed, nil) // a signal: the exit code says it
 		}
-		state, topic, err := waitLook(rows, m, merr)
+		state, topic, err := waitLook(rows, merr)
 		switch {
 		case errors.Is(err, errWaitUnknown):
 			return exitWith(ExitFailed, err)

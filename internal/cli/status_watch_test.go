@@ -81,13 +81,13 @@ func TestWaitLook(t *testing.T) {
 		return TopicStatus{Name: name, highWatermark: hw, queue: q}
 	}
 	empty := &topicQueue{produced: 10, hasProduced: true, hasAckedAhead: true}
-	state, _, err := waitLook([]TopicStatus{row("a", 10, empty)}, &queueMetrics{}, nil)
+	state, _, err := waitLook([]TopicStatus{row("a", 10, empty)}, nil)
 	if err != nil || !allEmpty(state) {
 		t.Fatalf("empty topic: %+v %v", state, err)
 	}
 	// Gauges behind the high watermark (a node refreshes them every few seconds):
 	// their zeros are not an empty topic yet.
-	state, _, err = waitLook([]TopicStatus{row("a", 13, empty)}, &queueMetrics{}, nil)
+	state, _, err = waitLook([]TopicStatus{row("a", 13, empty)}, nil)
 	if err != nil || allEmpty(state) || state[0].Unseen != 3 {
 		t.Fatalf("stale gauges: %+v %v", state, err)
 	}
@@ -95,23 +95,23 @@ func TestWaitLook(t *testing.T) {
 		t.Errorf("left = %q", got)
 	}
 	busy := &topicQueue{produced: 10, lag: 6, inFlight: 2, ackedAhead: 1, hasProduced: true, hasAckedAhead: true}
-	state, _, _ = waitLook([]TopicStatus{row("a", 10, busy)}, &queueMetrics{}, nil)
+	state, _, _ = waitLook([]TopicStatus{row("a", 10, busy)}, nil)
 	if got := state[0].left(); got != "a: 3 ready, 2 in flight" {
 		t.Errorf("left = %q", got)
 	}
 	// A topic the metrics say nothing of, metrics refused: cannot tell, never empty.
-	if _, topic, err := waitLook([]TopicStatus{row("a", 0, nil)}, &queueMetrics{}, nil); !errors.Is(err, errWaitUnknown) || topic != "a" {
+	if _, topic, err := waitLook([]TopicStatus{row("a", 0, nil)}, nil); !errors.Is(err, errWaitUnknown) || topic != "a" {
 		t.Errorf("no series: %v (topic %q)", err, topic)
 	}
 	for _, st := range []int{401, 403, 404} {
 		merr := &client.Error{Op: client.OpMetrics, Status: st, Message: "no"}
-		if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, nil, merr); !errors.Is(err, errWaitUnknown) {
+		if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, merr); !errors.Is(err, errWaitUnknown) {
 			t.Errorf("metrics %d: %v", st, err)
 		}
 	}
 	// A node that answers 503 for a moment may do better at the next look.
 	merr := &client.Error{Op: client.OpMetrics, Status: 503, Message: "busy"}
-	if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, nil, merr); errors.Is(err, errWaitUnknown) || !retryable(err) {
+	if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, merr); errors.Is(err, errWaitUnknown) || !retryable(err) {
 		t.Errorf("metrics 503: %v", err)
 	}
 }
