@@ -46,6 +46,7 @@ func Histogram(w io.Writer, s Styles, title string, bars []HistogramBar) error {
 	var sb strings.Builder
 	sb.WriteString(s.Header.Render(Escape(title)))
 	sb.WriteByte('\n')
+	sep := s.Dim.Render("│") // the same on every line
 	for _, b := range bars {
 		bar := ""
 		if most > 0 && b.Count > 0 {
@@ -54,7 +55,7 @@ func Histogram(w io.Writer, s Styles, title string, bars []HistogramBar) error {
 			bar = strings.Repeat("█", e/8) + eighths[e%8]
 		}
 		pad := room - len([]rune(bar))
-		fmt.Fprintf(&sb, "%*s %s%s%s %*d", labelW, b.Label, s.Dim.Render("│"), s.HistBar.Render(bar),
+		fmt.Fprintf(&sb, "%*s %s%s%s %*d", labelW, b.Label, sep, s.HistBar.Render(bar),
 			strings.Repeat(" ", pad), countW, b.Count)
 		if len(b.Marks) > 0 {
 			sb.WriteString("  " + s.HistMark.Render(strings.Join(b.Marks, " ")))
