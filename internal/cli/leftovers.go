@@ -52,17 +52,16 @@ func (e runEnv) writeUnconfirmed(topic string, ps []pendingSettle) {
 	if e.ContextFlag != "" {
 		prefix += " --context " + shellWord(e.ContextFlag)
 	}
+	if strings.HasPrefix(topic, "-") {
+		topic = "-- " + topic
+	}
 	for _, a := range order {
 		hs := by[a]
 		eof := "EOF"
 		for slices.Contains(hs, eof) {
 			eof += "_"
 		}
-		t := topic
-		if strings.HasPrefix(t, "-") {
-			t = "-- " + t
-		}
-		fmt.Fprintf(&b, "%s %s %s - <<'%s'\n%s\n%s\n", prefix, a, t, eof, strings.Join(hs, "\n"), eof)
+		fmt.Fprintf(&b, "%s %s %s - <<'%s'\n%s\n%s\n", prefix, a, topic, eof, strings.Join(hs, "\n"), eof)
 	}
 	io.WriteString(e.IO.ErrOut, b.String())
 }
