@@ -49,7 +49,6 @@ func canaryRun(opts *SubOptions) error {
 		defer cancelT()
 	}
 	read := canaryRead{can: can, hard: opts.Signals.Hard}
-	ro.Match = opts.Match // ro.Count then counts the messages it keeps
 	_, err = replay.Run(ctx, c, ro, read.message(ctx))
 	can.Finish(opts.Signals.Hard, opts.Signals.Soft)
 	st := can.Stats()

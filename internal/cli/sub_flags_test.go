@@ -219,3 +219,15 @@ func TestOutputFlagNamesAreTheFlags(t *testing.T) {
 		t.Errorf("addFlags adds %v, outputFlagNames is %v", names, want)
 	}
 }
+
+// Every --peek read (plain, the canary, hold mode's -i --peek) keeps only what
+// --filter and --grep match: the one place that builds its read says so.
+func TestPeekReadsKeepTheFilter(t *testing.T) {
+	opts, err := parseFlags(t, subCmd, []string{"t", "--peek", "-i", "--grep", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Match == nil || peekReplay(opts).Match != opts.Match {
+		t.Errorf("the peek read's matcher is %v, want --grep's %v", peekReplay(opts).Match, opts.Match)
+	}
+}

@@ -40,7 +40,9 @@ func (opts *SubOptions) validatePeek(changed func(string) bool) error {
 // peekReplay is the replay --peek reads (plain and -i): each partition's tail
 // followed, or where --from-beginning, --offset or --since put the start.
 func peekReplay(opts *SubOptions) replay.Options {
-	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true}
+	// Match: --filter and --grep, so Count counts the messages they keep.
+	ro := replay.Options{Topic: opts.Topic, Partition: opts.Partition, Start: replay.FromTail, To: -1, Count: opts.Count, Follow: true,
+		Match: opts.Match}
 	switch {
 	case opts.FromBeginning:
 		ro.Start = replay.FromOldest
