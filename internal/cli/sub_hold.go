@@ -33,7 +33,9 @@ func (opts *SubOptions) validateHold(changed func(string) bool) error {
 	case opts.Peek && opts.DeadLetter != "":
 		return usageErrorf("--dead-letter does not apply to --peek -i (it takes nothing)")
 	}
-	for _, name := range append([]string{"max", "drain"}, outputFlagNames...) {
+	// --rate and --shutdown-grace pace and bound a stream; the keys pace hold mode, and
+	// q gives back what is held at once.
+	for _, name := range append([]string{"max", "drain", "rate", "shutdown-grace"}, outputFlagNames...) {
 		if name != "utc" && changed(name) {
 			return usageErrorf("--%s does not apply to -i (one message at a time, on the screen)", name)
 		}
