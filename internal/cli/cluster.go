@@ -197,6 +197,9 @@ func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 			if verdict == nil {
 				verdict = json.RawMessage("{}")
 			}
+			if json.Valid(verdict) {
+				return opts.printJSON(verdict) // through --jq like every other -o json
+			}
 			return opts.writeOut(string(textenc.InertJSON(verdict)) + "\n")
 		}
 		if summary, ok := summarizeVerdict(opts.ID, verdict); ok {
