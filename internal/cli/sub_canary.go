@@ -34,7 +34,7 @@ func canaryRun(opts *SubOptions) error {
 	if opts.IO.IsStderrTTY() {
 		opts.notice(fmt.Sprintf("trying %s on the messages of %s on %s, taking nothing (-j %d)",
 			render.Escape(strings.Join(opts.Command, " ")), render.Escape(opts.Topic), render.Escape(c.BaseURL()), opts.Concurrency))
-		opts.notice(fmt.Sprintf("  Ctrl-C: read nothing more, let running commands finish (up to %s)", opts.ShutdownGrace))
+		opts.notice(fmt.Sprintf("  Ctrl-C: read nothing more, let running commands finish (up to %s)", roundDuration(opts.ShutdownGrace)))
 	}
 	defer opts.announceStop(can)()
 

@@ -225,3 +225,18 @@ func TestRoundDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestBannersWriteTheGraceAsTyped: exec mode's and the canary's banners name
+// --shutdown-grace as a user writes it ("1m", not Go's "1m0s").
+func TestBannersWriteTheGraceAsTyped(t *testing.T) {
+	b := subBroker(t, "a", "b")
+	for _, args := range [][]string{
+		{"sub", "t", "--count", "1", "--shutdown-grace", "1m"},
+		{"sub", "t", "--peek", "--from-beginning", "--count", "1", "--shutdown-grace", "1m"},
+	} {
+		r := runTTY(t, true, true, nil, append(args, "-s", b.URL(), "--", "true")...)
+		if r.code != 0 || !strings.Contains(r.stderr, "(up to 1m)") || strings.Contains(r.stderr, "1m0s") {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant the grace as (up to 1m)", args, r.code, r.stderr)
+		}
+	}
+}
