@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -205,6 +206,9 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if err != nil {
 		return config.Connection{}, exitWith(ExitUsage, err)
 	}
+	if err := passwordWithoutUser(conn, f.global.password); err != nil {
+		return config.Connection{}, err
+	}
 	if conn.Insecure && strings.HasPrefix(conn.Server, "https:") {
 		fmt.Fprintln(f.IO.ErrOut, "narad: warning: TLS certificate verification is off (--insecure)")
 	}
@@ -217,6 +221,27 @@ func (f *Factory) Connection() (config.Connection, error) {
 	}
 	f.conn = &conn
 	return conn, nil
+}
+
+// passwordWithoutUser refuses a password given on the command line (or on stdin) when
+// no user goes with it: Basic auth needs both, and the client would drop the password
+// without a word. A kcat user's `-p 3` (there, the partition) lands here too, so a
+// number gets a hint. A password from the environment alone is left alone: it may
+// be meant for a context whose user is not in use here.
+func passwordWithoutUser(conn config.Connection, flagValue string) error {
+	if conn.User != "" || conn.Password == "" {
+		return nil
+	}
+	switch conn.From.Password {
+	case config.SourceStdin:
+		return usageErrorf("--password-stdin needs a user: give --user or NARAD_USER")
+	case config.SourceFlag:
+		if _, err := strconv.Atoi(flagValue); err == nil {
+			return usageErrorf("--password needs a user: give --user or NARAD_USER (-p is --password; a partition is --partition)")
+		}
+		return usageErrorf("--password needs a user: give --user or NARAD_USER")
+	}
+	return nil
 }
 
 // connectionFlags is what the connection flags said, for config.Resolve and
