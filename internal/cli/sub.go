@@ -143,7 +143,7 @@ func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 	fl.DurationVar(&opts.Wait, "wait", 10*time.Second, "long-poll per request (in polls of at most 1s, so a signal never cuts an answer)")
 	fl.IntVar(&opts.Max, "max", 100, "messages per request, 1..100")
 	fl.IntVar(&opts.Count, "count", 0, "stop after N messages (exec mode: N finished, a message retried counting once)")
-	fl.DurationVar(&opts.Timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached)")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "stop after D (exit 3 when --count was not reached); without it, a --count run waiting 30s with nothing held says so on stderr")
 	fl.BoolVar(&opts.Drain, "drain", false, "stop once the node has nothing ready for this consumer")
 	fl.BoolVar(&opts.NoAck, "no-ack", false, "print and leave the leases to lapse")
 	fl.Float64Var(&opts.Rate, "rate", 0, "take at most N messages a second (both modes; each request asks for what the limit allows now)")
@@ -338,7 +338,9 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 		defer opts.announceStop(sup)()
 	}
 	co.OnSingle = opts.tune.stream(h.Pipelining())
+	stopWaiting := opts.waitingNotice(&co)
 	res, err := consumer.Run(opts.Signals.Hard, c, h, co)
+	stopWaiting()
 	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	opts.writeRunLeftovers(opts.Topic, res)
 	return subExit(c, opts, res, err, sup)

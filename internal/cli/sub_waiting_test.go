@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// shortWaitingNotice makes the waiting notice come after d for one test, and returns
+// what is told each time it is out.
+func shortWaitingNotice(t *testing.T, d time.Duration) <-chan struct{} {
+	after, noticed := waitingNoticeAfter, waitingNoticed
+	said := make(chan struct{}, 10)
+	waitingNoticeAfter = d
+	waitingNoticed = func() { said <- struct{}{} }
+	t.Cleanup(func() { waitingNoticeAfter, waitingNoticed = after, noticed })
+	return said
+}
+
+// stopWhen sends the first signal once ch says so, or after a minute.
+func stopWhen(ch <-chan struct{}) func(*Signals) {
+	return func(s *Signals) {
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+		}
+		s.Trigger(syscall.SIGTERM)
+	}
+}
+
+// stopAfter sends the first signal once d has passed.
+func stopAfter(d time.Duration) func(*Signals) {
+	return func(s *Signals) {
+		time.Sleep(d)
+		s.Trigger(syscall.SIGTERM)
+	}
+}
+
+// TestWaitingForCountSaysSo: a --count run without --timeout that waits, holding
+// nothing, says once on stderr what it waits for, off a terminal too: a CI job
+// waiting for messages that never come must not hang without a word.
+func TestWaitingForCountSaysSo(t *testing.T) {
+	said := shortWaitingNotice(t, 100*time.Millisecond)
+	b := subBroker(t, "a")
+	for _, args := range [][]string{
+		{"sub", "t", "--count", "2", "-o", "raw"},
+		{"sub", "t", "--count", "2", "--", "true"},
+	} {
+		r := runTTY(t, false, false, stopWhen(said), append([]string{"-s", b.URL()}, args...)...)
+		const want = "narad: waiting on t: nothing for 100ms, 1 of --count 2 received (--timeout D stops waiting)\n"
+		if strings.Count(r.stderr, want) != 1 {
+			t.Errorf("%v: stderr:\n%s\nwant once: %s", args, r.stderr, want)
+		}
+		if _, _, err := b.Produce("t", "", []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestWaitingNoticeOnlyWhenWaiting: no line for a run that ends on its own (--timeout,
+// --drain), a worker without --count, or one whose command holds its message longer
+// than the notice's delay.
+func TestWaitingNoticeOnlyWhenWaiting(t *testing.T) {
+	shortWaitingNotice(t, 100*time.Millisecond)
+	b := subBroker(t, "a")
+	for _, args := range [][]string{
+		{"sub", "t", "--count", "2", "--timeout", "1s", "-o", "raw"},
+		{"sub", "t", "--drain", "-o", "raw"},
+		{"sub", "t", "-o", "raw"},
+		{"sub", "t", "--count", "1", "--", "sleep", "0.6"},
+	} {
+		if _, _, err := b.Produce("t", "", []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		r := runTTY(t, false, false, stopAfter(time.Second), append([]string{"-s", b.URL()}, args...)...)
+		if strings.Contains(r.stderr, "waiting on") {
+			t.Errorf("%v: stderr:\n%s\nwant no waiting notice", args, r.stderr)
+		}
+	}
+}
