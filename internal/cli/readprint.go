@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/narad/narad/internal/chans"
@@ -18,8 +19,9 @@ import (
 // runReplay prints a replay through r (the output flags' renderer) with c; sub
 // --peek shares it. A timeout (peek's --timeout) ends it, with exit 3 when ro.Count
 // was not reached. With a matcher only the messages it keeps are printed, and
-// ro.Count counts those.
-func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options, timeout time.Duration, find findOptions) error {
+// ro.Count counts those. A read that follows the tail for ro.Count alone says so when
+// nothing comes (watchWaiting), with waitHint.
+func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options, timeout time.Duration, waitHint string, find findOptions) error {
 	sctx, cancel := e.Context()
 	defer cancel()
 	// A reader that went away while the read waits at the tail (--follow, --peek) ends
@@ -45,6 +47,12 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	}
 	var buf []byte
 	ro.Match = find.Match // ro.Count then counts the messages it keeps
+	var printed atomic.Int64
+	stopWaiting := func() {}
+	if ro.Follow && ro.Count > 0 && timeout == 0 {
+		// Waiting at the tail for --count messages: say so if none come.
+		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, func() (int64, bool, bool) { return printed.Load(), false, true })
+	}
 	n, err := replay.Run(ctx, c, ro, func(m *client.Message) error {
 		var err error
 		buf, err = r.Append(buf[:0], m)
@@ -57,8 +65,10 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 			}
 			return err
 		}
+		printed.Add(1)
 		return nil
 	})
+	stopWaiting()
 	read := int64(n)
 	if find.Match != nil {
 		read = find.Match.Read

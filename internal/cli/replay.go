@@ -80,7 +80,7 @@ func addReplayFlags(cmd *cobra.Command, opts *ReplayOptions, typed *replayFlags)
 	fl.Int64Var(&typed.offset, "offset", -1, "start at this offset (needs --partition)")
 	fl.IntVar(&opts.Count, "count", 0, "stop after N messages")
 	fl.Int64Var(&typed.to, "to", -1, "stop after offset M (inclusive)")
-	fl.BoolVar(&opts.Follow, "follow", false, "keep polling at the tail for new messages")
+	fl.BoolVar(&opts.Follow, "follow", false, "keep polling at the tail for new messages (with --count, 30s with none says so on stderr)")
 	typed.times.addFlags(cmd, "with --follow,")
 	typed.out.addFlags(cmd)
 	typed.find.addFlags(cmd)
@@ -162,5 +162,5 @@ func replayRun(opts *ReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	return runReplay(opts.runEnv, c, r, ro, 0, opts.Find)
+	return runReplay(opts.runEnv, c, r, ro, 0, "", opts.Find)
 }

@@ -66,5 +66,5 @@ func peekRun(opts *SubOptions) error {
 		return err
 	}
 	opts.announce("watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
-	return runReplay(opts.runEnv, c, r, ro, opts.Timeout, findOptions{Match: opts.Match, Stats: opts.Stats})
+	return runReplay(opts.runEnv, c, r, ro, opts.Timeout, timeoutHint, findOptions{Match: opts.Match, Stats: opts.Stats})
 }

@@ -9,21 +9,64 @@ import (
 	"github.com/narad/narad/internal/render"
 )
 
-// waitingNoticeAfter is how long a run with --count and no --timeout may wait for
-// messages, holding none, before it says so once on stderr. A script or a CI job that
-// waits for messages that never come would otherwise hang without a word. A variable
-// so that tests need not wait that long.
+// waitingNoticeAfter is how long a read bounded by --count alone (no --timeout) may
+// wait for messages, holding none, before it says so once on stderr. A script or a CI
+// job waiting for messages that never come would otherwise hang without a word. A
+// variable so that tests need not wait that long.
 var waitingNoticeAfter = 30 * time.Second
 
 // waitingNoticed is called once the line is out (tests wait on it).
 var waitingNoticed = func() {}
 
-// waitingNotice watches the run co is about to start and says, once, when it has held
-// nothing and received nothing new for waitingNoticeAfter while --count is not
-// reached: "narad: waiting on orders: nothing for 30s, 2 of --count 5 received
-// (--timeout D stops waiting)". A run without --count is a worker, for which waiting
-// is the job; one with --timeout or --drain ends on its own. The returned func stops
-// the watch, for the end of the run.
+// timeoutHint is the waiting line's hint for a command that has --timeout.
+const timeoutHint = "--timeout D stops waiting"
+
+// readProgress is where a read stands, for watchWaiting: how many messages it has
+// had, and whether it holds any now (a command running, a line a slow reader has not
+// taken: working, not waiting); ok is false until the read has started.
+type readProgress func() (n int64, holding, ok bool)
+
+// watchWaiting says, once, when a read of count messages has held nothing and had
+// nothing new for waitingNoticeAfter: "narad: waiting on orders: nothing for 30s, 2 of
+// --count 5 so far", and hint (what bounds the wait) in parentheses when there is
+// one. The returned func ends the watch and waits for it, so that its line comes
+// before the read's last ones.
+func (e runEnv) watchWaiting(topic string, count int, hint string, progress readProgress) (stop func()) {
+	if hint != "" {
+		hint = " (" + hint + ")"
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(waitingNoticeAfter / 10)
+		defer tick.Stop()
+		had, since := int64(-1), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				n, holding, ok := progress()
+				if !ok || holding || n != had {
+					had, since = n, now
+					continue
+				}
+				if now.Sub(since) < waitingNoticeAfter {
+					continue
+				}
+				fmt.Fprintf(e.IO.ErrOut, "narad: waiting on %s: nothing for %s, %d of --count %d so far%s\n",
+					render.Escape(topic), roundDuration(waitingNoticeAfter), n, count, hint)
+				waitingNoticed()
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// waitingNotice is watchWaiting for the consume run co is about to start, when it is
+// bounded by --count alone: a run without --count is a worker, for which waiting is
+// the job, and one with --timeout or --drain ends on its own.
 func (opts *SubOptions) waitingNotice(co *consumer.Options) (stop func()) {
 	if opts.Count == 0 || opts.Timeout > 0 || opts.Drain {
 		return func() {}
@@ -36,38 +79,11 @@ func (opts *SubOptions) waitingNotice(co *consumer.Options) (stop func()) {
 			prev(l)
 		}
 	}
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		tick := time.NewTicker(waitingNoticeAfter / 10)
-		defer tick.Stop()
-		received, since := int64(-1), time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				l := live.Load()
-				if l == nil {
-					since = now
-					continue
-				}
-				// Holding messages is working (a command running, a slow reader), not
-				// waiting; so is receiving.
-				if n := l.Stats().Received; n != received || l.Held() > 0 {
-					received, since = n, now
-					continue
-				}
-				if now.Sub(since) < waitingNoticeAfter {
-					continue
-				}
-				fmt.Fprintf(opts.IO.ErrOut, "narad: waiting on %s: nothing for %s, %d of --count %d received (--timeout D stops waiting)\n",
-					render.Escape(opts.Topic), roundDuration(waitingNoticeAfter), received, opts.Count)
-				waitingNoticed()
-				return
-			}
+	return opts.watchWaiting(opts.Topic, opts.Count, timeoutHint, func() (int64, bool, bool) {
+		l := live.Load()
+		if l == nil {
+			return 0, false, false
 		}
-	}()
-	// Waits for the watch to end, so that its line comes before the run's last ones.
-	return func() { close(done); <-exited }
+		return l.Stats().Received, l.Held() > 0, true
+	})
 }
