@@ -7,9 +7,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // With -tags pprof, NARAD_CPUPROFILE=FILE writes a CPU profile of the run,
+// NARAD_TRACE=FILE an execution trace (go tool trace -pprof=syscall|sched|net FILE
+// says where the run's goroutines waited),
 // NARAD_MEMPROFILE=FILE a heap profile at its end (go tool pprof reads both), and
 // NARAD_MEMSTATS=FILE the runtime's memory figures on stderr and the
 // process's memory map (/proc/self/smaps) in FILE at the end.
@@ -27,7 +30,23 @@ func init() {
 				cpu = f
 			}
 		}
+		var tr *os.File
+		if path := os.Getenv("NARAD_TRACE"); path != "" {
+			f, err := os.Create(path)
+			if err == nil {
+				err = trace.Start(f)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "narad: cannot trace (%v)\n", err)
+			} else {
+				tr = f
+			}
+		}
 		return func() {
+			if tr != nil {
+				trace.Stop()
+				_ = tr.Close()
+			}
 			if cpu != nil {
 				pprof.StopCPUProfile()
 				_ = cpu.Close()
