@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command bench measures narad against a baseline for each performance goal, in one
 // run on one machine, and prints the results as the README's Performance table.
 //
@@ -12,7 +14,8 @@
 // over the baseline's; for memory, peak RSS. Everything runs against `narad dev`
 // brokers on 127.0.0.1 started by this program, and every side of a comparison is a
 // whole process timed from start to exit: narad, and the baselines (bench/loop-baseline
-// for throughput, bench/startup-baseline for start-up).
+// for throughput, bench/startup-baseline for start-up). Unix only: it reads each
+// process's rusage, pipes through cat and counts instructions with valgrind.
 package main
 
 import (
