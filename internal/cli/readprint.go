@@ -49,8 +49,10 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	ro.Match = find.Match // ro.Count then counts the messages it keeps
 	var printed atomic.Int64
 	stopWaiting := func() {}
-	if ro.Follow && ro.Count > 0 && timeout == 0 {
-		// Waiting at the tail for --count messages: say so if none come.
+	if ro.Follow && ro.Count > 0 && timeout == 0 && find.Match == nil {
+		// Waiting at the tail for --count messages: say so if none come. (With a
+		// filter, a long stretch of history that does not match is reading, not
+		// waiting, and the watch sees only what matched: no line then.)
 		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, func() (int64, bool, bool) { return printed.Load(), false, true })
 	}
 	n, err := replay.Run(ctx, c, ro, func(m *client.Message) error {

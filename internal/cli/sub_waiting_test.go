@@ -72,6 +72,7 @@ func TestWaitingNoticeOnlyWhenWaiting(t *testing.T) {
 		{"sub", "t", "-o", "raw"},
 		{"sub", "t", "--count", "1", "--", "sleep", "0.6"},
 		{"replay", "t", "--count", "5"},
+		{"replay", "t", "--follow", "--count", "5", "--grep", "nothing-matches"},
 		{"sub", "t", "--peek", "--from-beginning", "--count", "5", "--timeout", "1s"},
 	} {
 		if _, _, err := b.Produce("t", "", []byte("a")); err != nil {
