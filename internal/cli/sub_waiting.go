@@ -29,8 +29,7 @@ type readProgress func() (n int64, holding, ok bool)
 // watchWaiting says, once, when a read of count messages has held nothing and had
 // nothing new for waitingNoticeAfter: "narad: waiting on orders: nothing for 30s, 2 of
 // --count 5 so far", and hint (what bounds the wait) in parentheses when there is
-// one. The returned func ends the watch and waits for it, so that its line comes
-// before the read's last ones.
+// one. The returned func ends the watch.
 func (e runEnv) watchWaiting(topic string, count int, hint string, progress readProgress) (stop func()) {
 	if hint != "" {
 		hint = " (" + hint + ")"
@@ -61,7 +60,15 @@ func (e runEnv) watchWaiting(topic string, count int, hint string, progress read
 			}
 		}
 	}()
-	return func() { close(done); <-exited }
+	return func() {
+		close(done)
+		// Its line, when it is on its way, goes before the read's last ones; but a
+		// stderr that does not take it (a paused pager) must not hold up the end.
+		select {
+		case <-exited:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // waitingNotice is watchWaiting for the consume run co is about to start, when it is
