@@ -90,10 +90,11 @@ once. A summary goes to stderr.
 
 Ctrl-C stops reading and lets the requests already out finish, so the summary is
 exact and says from which line to resume without sending anything twice
-(interrupted: lines 1-1173 produced; resume with tail -n +1174). A second Ctrl-C
-abandons them: their messages are counted as unknown (they may have been stored),
-and the summary names those lines and any later ones stored all the same, which
-resuming sends again.`
+(interrupted: lines 1-1173 produced; resume with tail -n +1174). A request being
+retried then gets no new attempt: if its last one had no clear answer, its
+messages are counted as unknown (they may have been stored). A second Ctrl-C
+abandons the requests out the same way. The summary names the unknown lines and
+any later ones stored all the same, which resuming sends again.`
 
 func newProduceCmd(f *Factory) *cobra.Command {
 	return produceCmd(f, produceRun)

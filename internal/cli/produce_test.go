@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/devbroker"
 	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/producer"
@@ -558,5 +559,37 @@ func TestTapePosition(t *testing.T) {
 	want := " tape at " + time.Unix(1796080447, 0).Format("2006-01-02 15:04:05") + " (+1h14m2s)"
 	if got := tapePosition(p); got != want {
 		t.Errorf("tapePosition = %q, want %q", got, want)
+	}
+}
+
+// The first Ctrl-C lets a request already out finish its attempt but starts no new
+// one: against a node that keeps answering 503 (or does not answer at all, 30 s an
+// attempt) the retries held the end up for up to five attempts after the user asked
+// to stop. The message is then unknown: it may have been stored.
+func TestProduceFirstInterruptStopsRetrying(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}},
+		Faults: []devbroker.FaultRule{{Op: "produce", Status: http.StatusServiceUnavailable, Probability: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, _, errOut := iostreams.Test()
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	go func() {
+		for b.Requests("produce") == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		f.Signals.Trigger(syscall.SIGINT)
+	}()
+	code := Run(f, []string{"produce", "t", "x", "-s", b.URL()})
+	if got := b.Requests("produce"); code != ExitInterrupted || got >= client.DefaultBoundedAttempts {
+		t.Errorf("exit %d after %d attempts, want 130 and fewer than %d", code, got, client.DefaultBoundedAttempts)
+	}
+	if !strings.Contains(errOut.String(), "1 unknown") {
+		t.Errorf("stderr %q: want the message counted unknown", errOut.String())
 	}
 }

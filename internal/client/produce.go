@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/textenc"
 )
 
@@ -46,10 +47,32 @@ func (c *Client) Produce(ctx context.Context, topic string, body []byte, o Produ
 	return nil
 }
 
+// retryStopKey carries WithRetryStop's channel.
+type retryStopKey struct{}
+
+// WithRetryStop returns ctx carrying stop, for the bounded calls made with it (a
+// produce, a topic read): once stop is closed they start no new attempt. The attempt on
+// its way finishes, and stands when it was the last word; when it was not (no answer,
+// or an answer to retry) the call fails with that, wrapped so that errors.Is(err,
+// ErrStopped). narad produce's first signal: the requests already out finish, without
+// minutes of retries against a node that does not answer.
+func WithRetryStop(ctx context.Context, stop <-chan struct{}) context.Context {
+	return context.WithValue(ctx, retryStopKey{}, stop)
+}
+
+// retryStopped is a bounded call that a stop kept from trying again: last is what
+// its last attempt got.
+type retryStopped struct{ last error }
+
+func (e *retryStopped) Error() string   { return e.last.Error() + " (not tried again after the stop)" }
+func (e *retryStopped) Unwrap() []error { return []error{e.last, ErrStopped} }
+
 // bounded sends r up to BoundedAttempts times while the answer is a retryable status
-// or a transient connection error. It returns the last answer, whatever it was, and
-// an error only when the last attempt got no answer.
+// or a transient connection error, and no stop came (WithRetryStop). It returns the
+// last answer, whatever it was, and an error only when the last attempt got no answer
+// or a stop cut the retries.
 func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
+	stop, _ := ctx.Value(retryStopKey{}).(<-chan struct{})
 	var spent time.Duration // for the hooks: request time plus backoff asked for
 	for attempt := 0; ; attempt++ {
 		r.attempt = attempt + 1
@@ -65,16 +88,31 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		case !retryableStatus(resp.status) || last:
 			return resp, nil
 		}
+		stopped := func() error {
+			if err != nil {
+				return &retryStopped{err}
+			}
+			return &retryStopped{resp.err(r.op)}
+		}
+		if chans.Closed(stop) {
+			return nil, stopped()
+		}
 		d := c.retry.backoff(attempt)
 		spent += d
 		c.onRetry(retryEvent(r, resp, err), d, spent, c.retry.BoundedAttempts)
-		if serr := c.retry.Sleep(ctx, d); serr != nil {
+		if serr := c.sleepUnless(ctx, stop, d); serr != nil {
+			if errors.Is(serr, ErrStopped) {
+				return nil, stopped()
+			}
 			if err != nil && !c.reached.Load() {
 				// A node never reached is the news, not the deadline (--timeout) that
 				// ended the wait for it: "connection refused", exit 1, not a timeout.
 				return nil, err
 			}
 			return nil, fmt.Errorf("%s: %w", r.op, serr)
+		}
+		if chans.Closed(stop) {
+			return nil, stopped() // came as the wait ended
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,5 +157,34 @@ func TestBackoff(t *testing.T) {
 	start := time.Now()
 	if err := def.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
 		t.Errorf("Sleep ignored a cancelled context: %v", err)
+	}
+}
+
+// TestProduceStopsRetryingAfterTheStop: once WithRetryStop's channel is closed, a
+// produce being retried starts no new attempt, and says what its last one got; a
+// stop before the first attempt still lets it go once.
+func TestProduceStopsRetryingAfterTheStop(t *testing.T) {
+	for _, when := range []string{"during the attempt", "during the wait", "before"} {
+		stop := make(chan struct{})
+		n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, body []byte) {
+			if when == "during the attempt" {
+				close(stop)
+			}
+			writeJSON(w, 503, `{"error":"partition owner unreachable"}`)
+		})
+		c, sl := newClient(t, n.URL)
+		if when == "during the wait" {
+			sl.onCall = func(int) { close(stop) }
+		}
+		if when == "before" {
+			close(stop)
+		}
+		err := c.Produce(WithRetryStop(context.Background(), stop), "t", []byte("x"), ProduceOptions{})
+		if !errors.Is(err, ErrStopped) || StatusOf(err) != 503 || !strings.Contains(err.Error(), "not tried again after the stop") {
+			t.Errorf("%s: err %v, want ErrStopped wrapping the 503", when, err)
+		}
+		if got := len(n.requests()); got != 1 {
+			t.Errorf("%s: %d attempts, want 1", when, got)
+		}
 	}
 }

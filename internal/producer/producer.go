@@ -6,9 +6,10 @@
 // what happened so exactly that an interrupted run says where to resume.
 //
 // A stop (the first SIGINT) ends the reading and lets every request already taken
-// finish, so every message read is then either produced or reported; cancelling Run's
-// context (the second) abandons the requests in flight, whose messages are then
-// counted as unknown: they may or may not have been stored.
+// finish its attempt, but none is tried again: every message read is then produced,
+// reported, or counted as unknown when its last attempt got no clear answer.
+// Cancelling Run's context (the second) abandons the requests in flight, whose
+// messages are then counted as unknown: they may or may not have been stored.
 package producer
 
 import (
@@ -233,6 +234,12 @@ func (p *Producer) Run(ctx context.Context) Result {
 		}
 	}()
 
+	if p.opts.Stop != nil {
+		// After the stop, what is out finishes its attempt but is not tried again:
+		// against a node that does not answer, retries would hold the end up for
+		// minutes after a Ctrl-C.
+		ctx = client.WithRetryStop(ctx, p.opts.Stop)
+	}
 	p.waitCtx, p.cancelWait = context.WithCancel(ctx)
 	defer p.cancelWait()
 	jobs := make(chan []*item)
@@ -425,6 +432,11 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 		case ctx.Err() != nil:
 			p.finish(items, unknown, 0, nil)
 			return
+		case errors.Is(err, client.ErrStopped):
+			// The stop came while this request was being retried: it ends with what
+			// its last attempt got, which tells nothing for sure.
+			p.finish(items, ambiguity(err), 0, nil)
+			return
 		case errors.As(err, &refusal):
 			// Nothing was stored: report the message, send the others again. Its other
 			// copies in the batch are the same bytes, so they share its fate.
@@ -499,6 +511,8 @@ func (p *Producer) sendOne(ctx context.Context, it *item) {
 		p.finish(one, produced, 0, nil)
 	case ctx.Err() != nil:
 		p.finish(one, unknown, 0, nil)
+	case errors.Is(err, client.ErrStopped):
+		p.finish(one, ambiguity(err), 0, nil) // retries cut by the stop, as in send
 	case perMessage(status):
 		p.finish(one, failed, status, err)
 		var e *client.Error
