@@ -257,7 +257,9 @@ func produceRun(opts *ProduceOptions) error {
 		st.printf("narad: reading %s from stdin until end of input (Ctrl-D)\n", what)
 	}
 
+	stopNote := st.noteStopping(opts.Signals.Soft)
 	res := p.Run(opts.Signals.Hard)
+	stopNote()
 	stopProgress()
 	if pacer != nil {
 		if b := pacer.FirstBehind(); b != nil {
@@ -353,6 +355,44 @@ func (st *produceState) position(pos int) string {
 
 func (st *produceState) printf(format string, a ...any) {
 	st.progress.println(fmt.Sprintf(format, a...))
+}
+
+// stoppingNoticeAfter is how long after the first signal a run still waiting for the
+// requests out says so: a stop that is quick says nothing but its summary. A variable
+// for tests, as is stoppingNoticed, called once the line is out.
+var (
+	stoppingNoticeAfter = time.Second
+	stoppingNoticed     = func() {}
+)
+
+// noteStopping says once, when the first signal came and the requests out still hold
+// the run up a moment later, what it waits for and how not to: an answer that does not
+// come may take an attempt's whole timeout. The returned func ends the watch.
+func (st *produceState) noteStopping(soft <-chan struct{}) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-soft:
+		case <-done:
+			return
+		}
+		t := time.NewTimer(stoppingNoticeAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			st.printf("narad: stopping: waiting for the requests already out to be answered (Ctrl-C again to abandon them)\n")
+			stoppingNoticed()
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		select { // its line goes before the summary, unless stderr takes nothing
+		case <-exited:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // summary prints the closing line, always: after a fatal error only if something was

@@ -484,6 +484,7 @@ func startInterruptible(t *testing.T, b *devbroker.Broker, url string) (f *Facto
 // finish, so the summary is what the node holds, and the resume line continues right
 // after it: the node holds exactly lines 1..N, once each.
 func TestProduceInterruptIsExact(t *testing.T) {
+	noteStoppingAfter(t, time.Hour, nil) // stderr is checked whole
 	b, url, open := gatedBroker(t)
 	f, errOut, done := startInterruptible(t, b, url)
 	f.Signals.Trigger(syscall.SIGINT)
@@ -518,6 +519,7 @@ func TestProduceInterruptIsExact(t *testing.T) {
 // A second signal abandons the requests out: their messages are counted as unknown
 // and named by line, and the run ends without waiting for their answers.
 func TestProduceSecondInterruptAbandons(t *testing.T) {
+	noteStoppingAfter(t, time.Hour, nil) // stderr is checked whole
 	b, url, _ := gatedBroker(t)
 	f, errOut, done := startInterruptible(t, b, url)
 	f.Signals.Trigger(syscall.SIGINT)
@@ -591,5 +593,33 @@ func TestProduceFirstInterruptStopsRetrying(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "1 unknown") {
 		t.Errorf("stderr %q: want the message counted unknown", errOut.String())
+	}
+}
+
+// noteStoppingAfter sets the stopping line's delay for one test, and what is called
+// once it is out.
+func noteStoppingAfter(t *testing.T, d time.Duration, noticed func()) {
+	after, was := stoppingNoticeAfter, stoppingNoticed
+	stoppingNoticeAfter = d
+	if noticed != nil {
+		stoppingNoticed = noticed
+	}
+	t.Cleanup(func() { stoppingNoticeAfter, stoppingNoticed = after, was })
+}
+
+// After the first Ctrl-C, a run still waiting for its requests a moment later says
+// what it waits for and how not to, before its summary; the answers then still count.
+func TestProduceFirstInterruptSaysWhatItWaitsFor(t *testing.T) {
+	b, url, open := gatedBroker(t)
+	noteStoppingAfter(t, 10*time.Millisecond, open) // the answers come once it is said
+	f, errOut, done := startInterruptible(t, b, url)
+	f.Signals.Trigger(syscall.SIGINT)
+	if code := <-done; code != ExitInterrupted {
+		t.Errorf("exit %d, want 130", code)
+	}
+	const note = "narad: stopping: waiting for the requests already out to be answered (Ctrl-C again to abandon them)\n"
+	got := errOut.String()
+	if !strings.HasPrefix(got, note) || strings.Count(got, note) != 1 || !strings.Contains(got, "interrupted: lines 1-") {
+		t.Errorf("stderr %q\nwant %q once, then the summary", got, note)
 	}
 }
