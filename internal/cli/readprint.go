@@ -48,14 +48,19 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	var buf []byte
 	ro.Match = find.Match // ro.Count then counts the messages it keeps
 	var printed atomic.Int64
+	var src replay.Source = c
 	stopWaiting := func() {}
 	if ro.Follow && ro.Count > 0 && timeout == 0 && find.Match == nil {
-		// Waiting at the tail for --count messages: say so if none come. (With a
-		// filter, a long stretch of history that does not match is reading, not
-		// waiting, and the watch sees only what matched: no line then.)
-		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, func() (int64, bool, bool) { return printed.Load(), false, true })
+		// Waiting at the tail for --count messages: say so if none come, once the node
+		// has answered. (With a filter, a long stretch of history that does not match
+		// is reading, not waiting, and the watch sees only what matched: no line then.)
+		as := &answeredSource{Source: c}
+		src = as
+		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, func() (int64, bool, bool) {
+			return printed.Load(), false, as.answered.Load()
+		})
 	}
-	n, err := replay.Run(ctx, c, ro, func(m *client.Message) error {
+	n, err := replay.Run(ctx, src, ro, func(m *client.Message) error {
 		var err error
 		buf, err = r.Append(buf[:0], m)
 		if err != nil {

@@ -304,7 +304,13 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 		return err
 	}
 	defer m.close()
-	c, err := opts.Client(m.hooks()...)
+	hooks := m.hooks()
+	var answered *nodeAnswered
+	if opts.waitsForCountAlone() {
+		answered = &nodeAnswered{}
+		hooks = append(hooks, answered)
+	}
+	c, err := opts.Client(hooks...)
 	if err != nil {
 		return err
 	}
@@ -338,7 +344,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 		defer opts.announceStop(sup)()
 	}
 	co.OnSingle = opts.tune.stream(h.Pipelining())
-	stopWaiting := opts.waitingNotice(&co)
+	stopWaiting := opts.waitingNotice(&co, answered)
 	res, err := consumer.Run(opts.Signals.Hard, c, h, co)
 	stopWaiting()
 	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/replay"
 )
 
 // waitingNoticeAfter is how long a read bounded by --count alone (no --timeout) may
@@ -71,11 +74,27 @@ func (e runEnv) watchWaiting(topic string, count int, hint string, progress read
 	}
 }
 
-// waitingNotice is watchWaiting for the consume run co is about to start, when it is
-// bounded by --count alone: a run without --count is a worker, for which waiting is
-// the job, and one with --timeout or --drain ends on its own.
-func (opts *SubOptions) waitingNotice(co *consumer.Options) (stop func()) {
-	if opts.Count == 0 || opts.Timeout > 0 || opts.Drain {
+// nodeAnswered is a client hook that notes the node's first answer below 500: until
+// then a run waits for the node, which the retry notices speak of, not for messages.
+type nodeAnswered struct{ atomic.Bool }
+
+func (a *nodeAnswered) OnAnswer(e client.AnswerEvent) {
+	if e.Status < 500 {
+		a.Store(true)
+	}
+}
+
+// waitsForCountAlone reports a consuming run bounded by --count alone, which
+// waitingNotice watches: a run without --count is a worker, for which waiting is the
+// job, and one with --timeout or --drain ends on its own.
+func (opts *SubOptions) waitsForCountAlone() bool {
+	return opts.Count > 0 && opts.Timeout == 0 && !opts.Drain
+}
+
+// waitingNotice is watchWaiting for the consume run co is about to start, once the
+// node has answered (answered, the run's client's hook; nil when not watched).
+func (opts *SubOptions) waitingNotice(co *consumer.Options, answered *nodeAnswered) (stop func()) {
+	if answered == nil {
 		return func() {}
 	}
 	var live atomic.Pointer[consumer.Live]
@@ -88,9 +107,24 @@ func (opts *SubOptions) waitingNotice(co *consumer.Options) (stop func()) {
 	}
 	return opts.watchWaiting(opts.Topic, opts.Count, timeoutHint, func() (int64, bool, bool) {
 		l := live.Load()
-		if l == nil {
+		if l == nil || !answered.Load() {
 			return 0, false, false
 		}
 		return l.Stats().Received, l.Held() > 0, true
 	})
+}
+
+// answeredSource is a replay source that notes the topic's first answer: until then a
+// read waits for the node, not for messages.
+type answeredSource struct {
+	replay.Source
+	answered atomic.Bool
+}
+
+func (s *answeredSource) Topic(ctx context.Context, name string) (*client.Topic, error) {
+	t, err := s.Source.Topic(ctx, name)
+	if err == nil {
+		s.answered.Store(true)
+	}
+	return t, err
 }

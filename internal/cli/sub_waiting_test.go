@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,6 +83,47 @@ func TestWaitingNoticeOnlyWhenWaiting(t *testing.T) {
 		r := runTTY(t, false, false, stopAfter(time.Second), append([]string{"-s", b.URL()}, args...)...)
 		if strings.Contains(r.stderr, "waiting on") {
 			t.Errorf("%v: stderr:\n%s\nwant no waiting notice", args, r.stderr)
+		}
+	}
+}
+
+// TestWaitingNoticeWaitsForTheNode: a node that takes the connection and never answers
+// is not "nothing for 30s" of messages (the retry notices speak of it): no line.
+func TestWaitingNoticeWaitsForTheNode(t *testing.T) {
+	shortWaitingNotice(t, 50*time.Millisecond)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	url := "http://" + ln.Addr().String()
+	for _, args := range [][]string{
+		{"sub", "t", "--count", "1"},
+		{"replay", "t", "--follow", "--count", "1"},
+	} {
+		r := runTTY(t, false, false, stopAfter(500*time.Millisecond), append([]string{"-s", url}, args...)...)
+		if strings.Contains(r.stderr, "waiting on") {
+			t.Errorf("%v: stderr:\n%s\nwant no waiting line while the node has not answered", args, r.stderr)
 		}
 	}
 }
