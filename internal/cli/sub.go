@@ -344,7 +344,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 		defer opts.announceStop(sup)()
 	}
 	co.OnSingle = opts.tune.stream(h.Pipelining())
-	stopWaiting := opts.waitingNotice(&co, answered)
+	stopWaiting := opts.waitingNotice(&co, answered, h.Pipelining().Counted)
 	res, err := consumer.Run(opts.Signals.Hard, c, h, co)
 	stopWaiting()
 	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)

@@ -93,7 +93,11 @@ func (opts *SubOptions) waitsForCountAlone() bool {
 
 // waitingNotice is watchWaiting for the consume run co is about to start, once the
 // node has answered (answered, the run's client's hook; nil when not watched).
-func (opts *SubOptions) waitingNotice(co *consumer.Options, answered *nodeAnswered) (stop func()) {
+// counted is the handler's own count (exec mode's Pipelining.Counted), nil when
+// --count counts messages taken: exec mode counts messages finished, and one that
+// failed and came back was taken twice, so the line says how many are finished, as
+// --count means.
+func (opts *SubOptions) waitingNotice(co *consumer.Options, answered *nodeAnswered, counted func() (consumer.MessageCount, <-chan struct{})) (stop func()) {
 	if answered == nil {
 		return func() {}
 	}
@@ -109,6 +113,10 @@ func (opts *SubOptions) waitingNotice(co *consumer.Options, answered *nodeAnswer
 		l := live.Load()
 		if l == nil || !answered.Load() {
 			return 0, false, false
+		}
+		if counted != nil {
+			n, _ := counted()
+			return int64(n.Finished), l.Held() > 0, true
 		}
 		return l.Stats().Received, l.Held() > 0, true
 	})

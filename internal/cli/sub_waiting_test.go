@@ -2,11 +2,14 @@ package cli
 
 import (
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/narad/narad/internal/devbroker"
 )
 
 // shortWaitingNotice makes the waiting notice come after d for one test, and returns
@@ -59,6 +62,27 @@ func TestWaitingForCountSaysSo(t *testing.T) {
 		if strings.Count(r.stderr, want) != 1 {
 			t.Errorf("%v: stderr:\n%s\nwant once: %s", args, r.stderr, want)
 		}
+	}
+}
+
+// TestWaitingInExecModeCountsFinished: exec mode's --count counts messages finished,
+// so the line does too. The one message fails once (given back at once) and then
+// succeeds: taken twice, finished once, and the run waits for a second message. (The
+// longer delay keeps the moment between its give-back and its second take, holding
+// nothing, well short of it.)
+func TestWaitingInExecModeCountsFinished(t *testing.T) {
+	said := shortWaitingNotice(t, 300*time.Millisecond)
+	b := subBroker(t, "a")
+	if err := b.CreateTopic(devbroker.TopicSpec{Name: "dlq"}); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(t.TempDir(), "failed-once")
+	r := runTTY(t, false, false, stopWhen(said), "-s", b.URL(), "sub", "t", "--count", "2",
+		"--max-attempts", "3", "--dead-letter", "dlq", "--",
+		"sh", "-c", `test -e "$0" || { touch "$0"; exit 1; }`, mark)
+	want := "narad: waiting on t: nothing for 300ms, 1 of --count 2 so far (--timeout D stops waiting)\n"
+	if strings.Count(r.stderr, want) != 1 {
+		t.Errorf("stderr:\n%s\nwant once: %s", r.stderr, want)
 	}
 }
 
