@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
 )
@@ -95,22 +96,39 @@ func statusWaitEmpty(opts *StatusOptions) error {
 	ctx, cancel := opts.Context()
 	defer cancel()
 	start := opts.Now()
-	var timeout <-chan time.Time
+	// --timeout bounds the looks too: one at a node that takes the connection and
+	// never answers would otherwise retry for minutes past it.
+	look, cutLook := context.WithCancel(ctx)
+	defer cutLook()
+	var timedOut chan struct{} // closed at --timeout; nil without one
 	if opts.Timeout > 0 {
-		timeout = opts.timer(opts.Timeout)
+		timedOut = make(chan struct{})
+		t := opts.timer(opts.Timeout)
+		go func() {
+			select {
+			case <-t:
+				close(timedOut)
+				cutLook()
+			case <-look.Done():
+			}
+		}()
 	}
 	var last []waitTopic // the last state known, for the timeout's report
 	var lastErr error    // the last look's error, when it failed
-	for look := 0; ; look++ {
-		rows, _, merr := readStatus(ctx, c, opts.Topics)
+	for n := 0; ; n++ {
+		rows, _, merr := readStatus(look, c, opts.Topics)
 		if ctx.Err() != nil {
 			return exitWith(ExitFailed, nil) // a signal: the exit code says it
 		}
 		state, topic, err := waitLook(rows, merr)
+		if err != nil && chans.Closed(timedOut) {
+			// The timeout cut this look short: what it got is not an answer.
+			return waitTimedOut(opts, last, errors.New("no answer before --timeout ran out"), opts.Now().Sub(start))
+		}
 		switch {
 		case errors.Is(err, errWaitUnknown):
 			return exitWith(ExitFailed, err)
-		case err != nil && (look == 0 || !retryable(err)):
+		case err != nil && (n == 0 || !retryable(err)):
 			// A node never reached, a topic that is not there, a refusal: waiting
 			// would not change it. Later on, a node that went away may come back.
 			if topic != "" {
@@ -128,27 +146,33 @@ func statusWaitEmpty(opts *StatusOptions) error {
 		select {
 		case <-ctx.Done():
 			return exitWith(ExitFailed, nil)
-		case <-timeout:
-			if err := waitDone(opts, last, opts.Now().Sub(start), false); err != nil {
-				return err
-			}
-			line := fmt.Sprintf("timed out after %s", opts.Timeout)
-			if len(last) > 0 {
-				var lefts []string
-				for _, w := range last {
-					if !w.empty() {
-						lefts = append(lefts, w.left())
-					}
-				}
-				line += ", still there: " + strings.Join(lefts, "; ")
-			}
-			if lastErr != nil {
-				line += "; the last look failed: " + describeErr(lastErr)
-			}
-			return exitWith(ExitTimeout, errors.New(line))
+		case <-timedOut:
+			return waitTimedOut(opts, last, lastErr, opts.Now().Sub(start))
 		case <-opts.timer(opts.Interval):
 		}
 	}
+}
+
+// waitTimedOut reports --timeout: what was still there at the last look that answered,
+// and what the last one that did not ran into. Exit 3.
+func waitTimedOut(opts *StatusOptions, last []waitTopic, lastErr error, took time.Duration) error {
+	if err := waitDone(opts, last, took, false); err != nil {
+		return err
+	}
+	line := fmt.Sprintf("timed out after %s", opts.Timeout)
+	if len(last) > 0 {
+		var lefts []string
+		for _, w := range last {
+			if !w.empty() {
+				lefts = append(lefts, w.left())
+			}
+		}
+		line += ", still there: " + strings.Join(lefts, "; ")
+	}
+	if lastErr != nil {
+		line += "; the last look failed: " + describeErr(lastErr)
+	}
+	return exitWith(ExitTimeout, errors.New(line))
 }
 
 func allEmpty(state []waitTopic) bool {

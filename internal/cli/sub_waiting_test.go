@@ -115,14 +115,29 @@ func TestWaitingNoticeOnlyWhenWaiting(t *testing.T) {
 // is not "nothing for 30s" of messages (the retry notices speak of it): no line.
 func TestWaitingNoticeWaitsForTheNode(t *testing.T) {
 	shortWaitingNotice(t, 50*time.Millisecond)
+	url := silentNode(t)
+	for _, args := range [][]string{
+		{"sub", "t", "--count", "1"},
+		{"replay", "t", "--follow", "--count", "1"},
+	} {
+		r := runTTY(t, false, false, stopAfter(500*time.Millisecond), append([]string{"-s", url}, args...)...)
+		if strings.Contains(r.stderr, "waiting on") {
+			t.Errorf("%v: stderr:\n%s\nwant no waiting line while the node has not answered", args, r.stderr)
+		}
+	}
+}
+
+// silentNode is a loopback address that takes connections and never answers.
+func silentNode(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	var held []net.Conn
 	t.Cleanup(func() {
+		ln.Close()
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range held {
@@ -140,14 +155,5 @@ func TestWaitingNoticeWaitsForTheNode(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	url := "http://" + ln.Addr().String()
-	for _, args := range [][]string{
-		{"sub", "t", "--count", "1"},
-		{"replay", "t", "--follow", "--count", "1"},
-	} {
-		r := runTTY(t, false, false, stopAfter(500*time.Millisecond), append([]string{"-s", url}, args...)...)
-		if strings.Contains(r.stderr, "waiting on") {
-			t.Errorf("%v: stderr:\n%s\nwant no waiting line while the node has not answered", args, r.stderr)
-		}
-	}
+	return "http://" + ln.Addr().String()
 }
