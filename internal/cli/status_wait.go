@@ -115,6 +115,7 @@ func statusWaitEmpty(opts *StatusOptions) error {
 	}
 	var last []waitTopic // the last state known, for the timeout's report
 	var lastErr error    // the last look's error, when it failed
+	said := false        // the still-waiting line is out
 	for n := 0; ; n++ {
 		rows, _, merr := readStatus(look, c, opts.Topics)
 		if ctx.Err() != nil {
@@ -142,6 +143,14 @@ func statusWaitEmpty(opts *StatusOptions) error {
 			if allEmpty(state) {
 				return waitDone(opts, state, opts.Now().Sub(start), true)
 			}
+			if !said && opts.Timeout == 0 && opts.Now().Sub(start) >= waitingNoticeAfter {
+				// Without --timeout the wait is as long as the workers take: say once
+				// what it waits for, so a job that never ends does not hang without a word.
+				said = true
+				fmt.Fprintf(opts.IO.ErrOut, "narad: still waiting after %s: %s (--timeout D stops waiting)\n",
+					roundDuration(waitingNoticeAfter), strings.Join(lefts(state), "; "))
+				waitingNoticed()
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -161,18 +170,23 @@ func waitTimedOut(opts *StatusOptions, last []waitTopic, lastErr error, took tim
 	}
 	line := fmt.Sprintf("timed out after %s", opts.Timeout)
 	if len(last) > 0 {
-		var lefts []string
-		for _, w := range last {
-			if !w.empty() {
-				lefts = append(lefts, w.left())
-			}
-		}
-		line += ", still there: " + strings.Join(lefts, "; ")
+		line += ", still there: " + strings.Join(lefts(last), "; ")
 	}
 	if lastErr != nil {
 		line += "; the last look failed: " + describeErr(lastErr)
 	}
 	return exitWith(ExitTimeout, errors.New(line))
+}
+
+// lefts says what is left on each topic that is not empty.
+func lefts(state []waitTopic) []string {
+	var out []string
+	for _, w := range state {
+		if !w.empty() {
+			out = append(out, w.left())
+		}
+	}
+	return out
 }
 
 func allEmpty(state []waitTopic) bool {

@@ -435,3 +435,16 @@ func TestWaitEmptyTimeoutBoundsTheLooks(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 3 and %q", r.code, r.stderr, want)
 	}
 }
+
+// TestWaitEmptySaysWhatItWaitsFor: --wait-empty without --timeout says once, a while
+// in, what it still waits for, so a CI job whose workers never drain does not hang
+// without a word.
+func TestWaitEmptySaysWhatItWaitsFor(t *testing.T) {
+	said := shortWaitingNotice(t, 50*time.Millisecond)
+	b := subBroker(t, "a")
+	r := runTTY(t, false, false, stopWhen(said), "status", "t", "--wait-empty", "--interval", "20ms", "-s", b.URL())
+	const want = "narad: still waiting after 50ms: t: 1 ready (--timeout D stops waiting)\n"
+	if strings.Count(r.stderr, want) != 1 {
+		t.Errorf("stderr %q; want %q once", r.stderr, want)
+	}
+}
