@@ -379,10 +379,12 @@ func subExit(c *client.Client, opts *SubOptions, res consumer.Result, err error,
 	return exitWith(ExitFailed, fmt.Errorf("%s", failureSummary(res, sup)))
 }
 
-// leaseGoneError is the exit of a run whose only trouble was a lease gone (410).
+// leaseGoneError is the exit of a run whose only trouble was a lease gone: the node
+// said 410, or the lease ran out without a confirmed extend (the lines per message
+// say which).
 func leaseGoneError(res consumer.Result) error {
 	n := res.Stats.LeaseLost + res.Stats.AckGone
-	what := countOf(n, "lease was gone (410): that message", "leases were gone (410): those messages")
+	what := countOf(n, "lease was gone: that message", "leases were gone: those messages")
 	return exitWith(ExitLeaseGone, fmt.Errorf("%s may be delivered again", what))
 }
 
