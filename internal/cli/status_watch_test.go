@@ -429,7 +429,7 @@ func TestWatchLinesNodeLostAndBack(t *testing.T) {
 // TestWaitEmptyTimeoutBoundsTheLooks: status --wait-empty --timeout D ends at D even
 // when a look waits for a node that never answers (it retried for minutes past it).
 func TestWaitEmptyTimeoutBoundsTheLooks(t *testing.T) {
-	r := runTTY(t, false, false, stopAfter(20*time.Second), "status", "t", "--wait-empty", "--timeout", "300ms", "-s", silentNode(t))
+	r := runTTY(t, false, false, stopAfter(20*time.Second), "status", "t", "--wait-empty", "--timeout", "300ms", "-s", faultNode(t, "silent"))
 	const want = "narad: timed out after 300ms; the last look failed: no answer before --timeout ran out\n"
 	if r.code != ExitTimeout || r.stderr != want {
 		t.Errorf("exit %d, stderr %q; want 3 and %q", r.code, r.stderr, want)

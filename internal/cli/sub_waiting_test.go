@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -115,7 +113,7 @@ func TestWaitingNoticeOnlyWhenWaiting(t *testing.T) {
 // is not "nothing for 30s" of messages (the retry notices speak of it): no line.
 func TestWaitingNoticeWaitsForTheNode(t *testing.T) {
 	shortWaitingNotice(t, 50*time.Millisecond)
-	url := silentNode(t)
+	url := faultNode(t, "silent")
 	for _, args := range [][]string{
 		{"sub", "t", "--count", "1"},
 		{"replay", "t", "--follow", "--count", "1"},
@@ -125,35 +123,4 @@ func TestWaitingNoticeWaitsForTheNode(t *testing.T) {
 			t.Errorf("%v: stderr:\n%s\nwant no waiting line while the node has not answered", args, r.stderr)
 		}
 	}
-}
-
-// silentNode is a loopback address that takes connections and never answers.
-func silentNode(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c) // read nothing, answer nothing
-			mu.Unlock()
-		}
-	}()
-	return "http://" + ln.Addr().String()
 }
