@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -18,30 +19,8 @@ import (
 // process's memory map (/proc/self/smaps) in FILE at the end.
 func init() {
 	profile = func() func() {
-		var cpu *os.File
-		if path := os.Getenv("NARAD_CPUPROFILE"); path != "" {
-			f, err := os.Create(path)
-			if err == nil {
-				err = pprof.StartCPUProfile(f)
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "narad: cannot profile (%v)\n", err)
-			} else {
-				cpu = f
-			}
-		}
-		var tr *os.File
-		if path := os.Getenv("NARAD_TRACE"); path != "" {
-			f, err := os.Create(path)
-			if err == nil {
-				err = trace.Start(f)
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "narad: cannot trace (%v)\n", err)
-			} else {
-				tr = f
-			}
-		}
+		cpu := startFile("NARAD_CPUPROFILE", "profile", pprof.StartCPUProfile)
+		tr := startFile("NARAD_TRACE", "trace", trace.Start)
 		return func() {
 			if tr != nil {
 				trace.Stop()
@@ -74,4 +53,24 @@ func init() {
 			}
 		}
 	}
+}
+
+// startFile creates the file the variable env names and starts what writes to it;
+// nil when env is not set, or when that failed (said on stderr).
+func startFile(env, what string, start func(io.Writer) error) *os.File {
+	path := os.Getenv(env)
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = start(f); err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "narad: cannot %s (%v)\n", what, err)
+		return nil
+	}
+	return f
 }

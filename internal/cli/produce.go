@@ -257,7 +257,7 @@ func produceRun(opts *ProduceOptions) error {
 		st.printf("narad: reading %s from stdin until end of input (Ctrl-D)\n", what)
 	}
 
-	stopNote := st.noteStopping(opts.Signals.Soft)
+	stopNote := st.noteStopping(opts.Signals)
 	res := p.Run(opts.Signals.Hard)
 	stopNote()
 	stopProgress()
@@ -368,21 +368,17 @@ var (
 // noteStopping says once, when the first signal came and the requests out still hold
 // the run up a moment later, what it waits for and how not to: an answer that does not
 // come may take an attempt's whole timeout. The returned func ends the watch.
-func (st *produceState) noteStopping(soft <-chan struct{}) (stop func()) {
+func (st *produceState) noteStopping(sigs *Signals) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
+	later := sigs.SoftThen(stoppingNoticeAfter, done)
 	go func() {
 		defer close(exited)
 		select {
-		case <-soft:
-		case <-done:
-			return
-		}
-		t := time.NewTimer(stoppingNoticeAfter)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			st.printf("narad: stopping: waiting for the requests already out to be answered (Ctrl-C again to abandon them)\n")
-			stoppingNoticed()
+		case <-later:
+			if sigs.Hard.Err() == nil { // at the second signal it is not waiting any more
+				st.printf("narad: stopping: waiting for the requests already out to be answered (Ctrl-C again to abandon them)\n")
+				stoppingNoticed()
+			}
 		case <-done:
 		}
 	}()
