@@ -74,6 +74,10 @@ func (e runEnv) apiFatal(c *client.Client, err error, topic string) error {
 		hint = "the node is limiting requests; wait and try again"
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
 		hint = "retried with backoff; try again later"
+		if e := (*client.Error)(nil); errors.As(err, &e) && !e.Op.Retried() {
+			// A change is sent once: sent twice it could fail on its own success.
+			hint = "a change is sent once, not retried; see whether it was made before trying again"
+		}
 	}
 	msg := describeErr(err)
 	if hint != "" {

@@ -134,6 +134,19 @@ var ops = [opCount]opInfo{
 	OpMetrics: {"metrics", GrantLogin},
 }
 
+// sentOnce are the operations sent once whatever the answer, never retried (see
+// RetryPolicy): a change sent twice could fail on its own first success (a create's
+// 409, a delete's 404), and readyz is a question about now.
+var sentOnce = [opCount]bool{
+	OpReady: true, OpCreateTopic: true, OpEditTopic: true, OpDeleteTopic: true, OpAttachChild: true,
+	OpDetachChild: true, OpAddUser: true, OpSetGrants: true, OpSetPassword: true, OpDeleteUser: true,
+	OpDecommission: true, OpCancelDecommission: true,
+}
+
+// Retried reports whether o is retried on a 502, 503, 504 or 421 (and on a connection
+// error) before its error comes back: every operation but the changes and readyz.
+func (o Op) Retried() bool { return o < opCount && !sentOnce[o] }
+
 // String is the Op's name as errors print it.
 func (o Op) String() string {
 	if o < opCount && ops[o].name != "" {
