@@ -423,7 +423,10 @@ func (e runEnv) checkDeadLetter(c *client.Client, topic string) error {
 	if topic == "" {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(e.Signals.Hard, 30*time.Second)
+	// Before anything is taken: the first signal ends the look.
+	sctx, cancelS := e.Context()
+	defer cancelS()
+	ctx, cancel := context.WithTimeout(sctx, 30*time.Second)
 	defer cancel()
 	if _, err := c.Topic(ctx, topic); client.StatusOf(err) == http.StatusNotFound {
 		return e.apiFatal(c, fmt.Errorf("--dead-letter: %w", err), topic)

@@ -168,12 +168,16 @@ func parseExitCodes(s string) ([]int, error) {
 func newSupervisor(c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, time.Duration, error) {
 	lease := opts.Lease
 	if lease == 0 {
-		// The client bounds each attempt; --timeout bounds them all.
-		ctx, cancel := opts.Signals.Hard, context.CancelFunc(func() {})
-		if opts.Timeout > 0 {
-			ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		}
+		// The client bounds each attempt; --timeout bounds them all. Nothing is
+		// held or running yet, so the first signal ends the look (a node that takes
+		// the connection and never answers would hold it for minutes of retries).
+		ctx, cancel := opts.Context()
 		defer cancel()
+		if opts.Timeout > 0 {
+			var cancelT context.CancelFunc
+			ctx, cancelT = context.WithTimeout(ctx, opts.Timeout)
+			defer cancelT()
+		}
 		t, err := c.Topic(ctx, opts.Topic)
 		if err != nil {
 			return nil, 0, opts.apiFatal(c, err, opts.Topic)
