@@ -276,7 +276,8 @@ func (f *Factory) clientWith(adjust func(*client.Config), extra ...client.Hook) 
 	}
 	out := &stderrLines{w: f.IO.ErrOut}
 	notice := &retryNotice{out: out, after: retryNoticeAfter}
-	hooks := []client.Hook{notice}
+	slow := &slowNotice{out: out, after: retryNoticeAfter}
+	hooks := []client.Hook{notice, slow}
 	if f.global.verbose {
 		hooks = append(hooks, verboseLog{out})
 	}
@@ -307,7 +308,7 @@ func (f *Factory) clientWith(adjust func(*client.Config), extra ...client.Hook) 
 	if err != nil {
 		return nil, exitWith(ExitUsage, err)
 	}
-	notice.base = c.BaseURL()
+	notice.base, slow.base = c.BaseURL(), c.BaseURL()
 	return c, nil
 }
 

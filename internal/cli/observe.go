@@ -89,6 +89,64 @@ func (n *retryNotice) OnAnswer(e client.AnswerEvent) {
 	}
 }
 
+// slowNotice says, once a run, that a request has had no answer for after (past its
+// long poll's own wait): a node that takes the connection and never answers is
+// otherwise a whole attempt's timeout (30s) of silence before the first retry line.
+// Requests are told apart by their Exchange only, so of identical ones out at once
+// the oldest is taken for answered first: the line may come late, never early.
+type slowNotice struct {
+	out   *stderrLines
+	base  string
+	after time.Duration
+
+	mu      sync.Mutex
+	shown   bool
+	pending map[client.Exchange][]*time.Timer
+}
+
+func (n *slowNotice) OnRequest(e client.RequestEvent) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.shown {
+		return
+	}
+	if n.pending == nil {
+		n.pending = make(map[client.Exchange][]*time.Timer)
+	}
+	quiet := e.Wait + n.after
+	line := render.Escape(fmt.Sprintf("narad: %s: no answer from %s after %s; waiting for it up to %s",
+		e.Op, n.base, roundDuration(quiet), roundDuration(e.Timeout)))
+	t := time.AfterFunc(quiet, func() {
+		n.mu.Lock()
+		shown := n.shown
+		n.shown = true
+		n.mu.Unlock()
+		if !shown {
+			n.out.println(line)
+		}
+	})
+	n.pending[e.Exchange] = append(n.pending[e.Exchange], t)
+}
+
+func (n *slowNotice) OnAnswer(e client.AnswerEvent) { n.done(e.Exchange) }
+
+func (n *slowNotice) OnTransportError(e client.TransportErrorEvent) { n.done(e.Exchange) }
+
+func (n *slowNotice) done(x client.Exchange) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ts := n.pending[x]
+	if len(ts) == 0 {
+		return
+	}
+	ts[0].Stop()
+	if len(ts) == 1 {
+		delete(n.pending, x)
+	} else {
+		n.pending[x] = ts[1:]
+	}
+}
+
 // retryLine is "narad: consume: the node answers 502 Bad Gateway; retrying for up to
 // 1m56s more", or for a call bounded by attempts "...; retrying (attempt 2 of 5)".
 func retryLine(base string, e client.RetryEvent) string {

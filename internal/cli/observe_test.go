@@ -88,6 +88,31 @@ func TestSilentNodeIsNotUnreachable(t *testing.T) {
 	}
 }
 
+// A node that takes the request and never answers is not a whole attempt's timeout
+// of silence: a few seconds in, one line says what is awaited and for how long, for a
+// read (retried) and for a change (sent once) alike. (The attempt's 10s is only a
+// bound on the run; the line comes 3s in.)
+func TestNoAnswerSaysSoWithinSeconds(t *testing.T) {
+	u := faultNode(t, "silent")
+	for _, c := range []struct {
+		args []string
+		op   string
+	}{
+		{[]string{"topic", "ls"}, "list topics"},
+		{[]string{"topic", "create", "x"}, "create topic"},
+	} {
+		r := runTuned(t, nil, func(c *client.Config) {
+			c.Timeout = 10 * time.Second
+			c.Retry.BoundedAttempts = 1
+		}, append(c.args, "-s", u)...)
+		got := lines(r.stderr)
+		want := "narad: " + c.op + ": no answer from " + u + " after 3s; waiting for it up to 10s"
+		if r.code != ExitFailed || len(got) != 2 || got[0] != want {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant first %q, then the fatal line", c.args, r.code, r.stderr, want)
+		}
+	}
+}
+
 // The notice is per episode: silent below the threshold, one line past it however
 // many retries follow, and again only after an answer ended the episode.
 func TestRetryNoticeOncePerEpisode(t *testing.T) {

@@ -312,7 +312,7 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	x := Exchange{Op: r.op, Method: r.method, URL: u, Attempt: max(r.attempt, 1)}
 	if len(c.hooks.request) > 0 {
 		// Cloned before the credentials go in: no hook ever sees them.
-		ev := RequestEvent{Exchange: x, Header: req.Header.Clone(), Auth: c.hasAuth, Body: r.body}
+		ev := RequestEvent{Exchange: x, Header: req.Header.Clone(), Auth: c.hasAuth, Body: r.body, Wait: r.wait, Timeout: timeout}
 		for _, h := range c.hooks.request {
 			h.OnRequest(ev)
 		}

@@ -52,6 +52,10 @@ type RequestEvent struct {
 	// Body is the body sent, nil when none. It is the request's own: read it only
 	// during the call.
 	Body []byte
+	// Wait is how long the node may hold this request by design (a long poll's
+	// wait), 0 for the others; Timeout is how long the attempt may take in all, Wait
+	// included, before it is given up.
+	Wait, Timeout time.Duration
 }
 
 // AnswerEvent is one HTTP answer, read in full.
