@@ -3,8 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
@@ -69,4 +73,70 @@ func (e runEnv) announceSub(c *client.Client, topic string, acksWhenRead, noAck 
 		what = "acked once read"
 	}
 	e.announce("consuming %s on %s: "+what, topic, c.BaseURL())
+}
+
+// settleRetries knows whether acks or nacks are being retried (a retry asked for and
+// no settling answer since): what a first signal still waits for in a consuming sub,
+// which says so (announceSettleStop) rather than go quiet for the grace.
+type settleRetries struct{ acks, nacks atomic.Bool }
+
+func (s *settleRetries) flag(op client.Op) *atomic.Bool {
+	switch op {
+	case client.OpAck:
+		return &s.acks
+	case client.OpNack:
+		return &s.nacks
+	}
+	return nil
+}
+
+func (s *settleRetries) OnRetry(e client.RetryEvent) {
+	if f := s.flag(e.Op); f != nil {
+		f.Store(true)
+	}
+}
+
+func (s *settleRetries) OnAnswer(e client.AnswerEvent) {
+	switch e.Status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
+		return // retried: still pending
+	}
+	if f := s.flag(e.Op); f != nil {
+		f.Store(false)
+	}
+}
+
+// announceSettleStop says at the first signal, when acks or nacks are being retried,
+// that they go on for up to --shutdown-grace and how to give them up sooner; the func
+// it returns ends the watch.
+func (e runEnv) announceSettleStop(s *settleRetries, grace time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-e.Signals.Soft:
+		case <-done:
+			return
+		}
+		var what string
+		switch acks, nacks := s.acks.Load(), s.nacks.Load(); {
+		case acks && nacks:
+			what = "acks and nacks"
+		case acks:
+			what = "acks"
+		case nacks:
+			what = "nacks"
+		default:
+			return
+		}
+		again := "Ctrl-C again to give them up"
+		if e.Signals.Received() != syscall.SIGINT {
+			again = "a second signal gives them up"
+		}
+		line := fmt.Sprintf("narad: stopping: retrying %s for up to %s more; %s", what, roundDuration(grace), again)
+		if e.IO.IsStderrTTY() {
+			line = "\n" + line // after the terminal's ^C
+		}
+		e.notice(line)
+	}()
+	return func() { close(done) }
 }

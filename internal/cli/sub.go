@@ -304,7 +304,8 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 		return err
 	}
 	defer m.close()
-	hooks := m.hooks()
+	retries := &settleRetries{}
+	hooks := append(m.hooks(), retries)
 	var answered *nodeAnswered
 	if opts.waitsForCountAlone() {
 		answered = &nodeAnswered{}
@@ -336,6 +337,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	ran := make(chan struct{})
 	defer close(ran)
 	co.Abandon = opts.Signals.SoftThen(opts.ShutdownGrace, ran)
+	defer opts.announceSettleStop(retries, opts.ShutdownGrace)()
 	h, sup, err := mode(c, &co, m)
 	if err != nil {
 		return err
