@@ -237,7 +237,7 @@ func passwordWithoutUser(conn config.Connection, flagValue string) error {
 		return usageErrorf("--password-stdin needs a user: give --user or NARAD_USER")
 	case config.SourceFlag:
 		if _, err := strconv.Atoi(flagValue); err == nil {
-			return usageErrorf("--password needs a user: give --user or NARAD_USER (-p is --password; a partition is --partition)")
+			return usageErrorf("--password needs a user: give --user or NARAD_USER (-p is --password; partitions are --partition and --partitions)")
 		}
 		return usageErrorf("--password needs a user: give --user or NARAD_USER")
 	}
