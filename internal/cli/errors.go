@@ -86,6 +86,17 @@ func (e runEnv) apiFatal(c *client.Client, err error, topic string) error {
 	return exitWith(code, errors.New(msg))
 }
 
+// busyStatus is an answer that means "not now" (the node could not reach the
+// partition owner, or is not it): what apiFatal's hints about retries are for, which a
+// command that does not retry, or asks for no change, must word itself.
+func busyStatus(err error) bool {
+	switch client.StatusOf(err) {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
+		return true
+	}
+	return false
+}
+
 // adminFatal is apiFatal for the operator's commands: a 400 carries the command's
 // own hint, a 409 is a conflict (exit 1) with the node's words, and a route the node
 // does not have says which node it was.

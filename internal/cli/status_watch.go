@@ -196,6 +196,10 @@ func statusWatch(opts *StatusOptions) error {
 	if first.Err != nil {
 		// A node never reached fails fast, as sub does; one that goes away later is
 		// shown as gone and tried again.
+		if busyStatus(first.Err) {
+			// apiFatal's hint for these says they were retried: not this look's.
+			return exitWith(ExitFailed, fmt.Errorf("%s (the first look is not retried; try again later)", describeErr(first.Err)))
+		}
 		return opts.apiFatal(c, first.Err, "")
 	}
 	var err2 error

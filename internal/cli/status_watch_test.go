@@ -448,3 +448,13 @@ func TestWaitEmptySaysWhatItWaitsFor(t *testing.T) {
 		t.Errorf("stderr %q; want %q once", r.stderr, want)
 	}
 }
+
+// TestWatchFirstLookHintIsTrue: the watch tries its first look once (the next refresh
+// is its retry), so a 502 there must not say it was retried with backoff.
+func TestWatchFirstLookHintIsTrue(t *testing.T) {
+	r := runTTY(t, false, false, stopAfter(20*time.Second), "status", "--watch", "-s", faultNode(t, "502"))
+	const want = "narad: list topics: 502 Bad Gateway (the first look is not retried; try again later)\n"
+	if r.code != ExitFailed || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
+	}
+}
