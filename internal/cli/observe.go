@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -93,39 +94,36 @@ func (n *retryNotice) OnAnswer(e client.AnswerEvent) {
 // long poll's own wait): a node that takes the connection and never answers is
 // otherwise a whole attempt's timeout (30s) of silence before the first retry line.
 // Requests are told apart by their Exchange only, so of identical ones out at once
-// the oldest is taken for answered first: the line may come late, never early.
+// the oldest is taken for answered first: the line may come late, never early. It
+// costs a timer a request and nothing else until it is due (an older node's drain
+// sends two requests a message).
 type slowNotice struct {
 	out   *stderrLines
 	base  string
 	after time.Duration
 
+	shown   atomic.Bool
 	mu      sync.Mutex
-	shown   bool
 	pending map[client.Exchange][]*time.Timer
 }
 
-func (n *slowNotice) OnRequest(e client.RequestEvent) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.shown {
+func (n *slowNotice) OnSent(e client.SentEvent) {
+	if n.shown.Load() {
 		return
 	}
+	quiet := e.Wait + n.after
+	t := time.AfterFunc(quiet, func() {
+		if n.shown.CompareAndSwap(false, true) {
+			n.out.println(render.Escape(fmt.Sprintf("narad: %s: no answer from %s after %s; waiting for it up to %s",
+				e.Op, n.base, roundDuration(quiet), roundDuration(e.Timeout))))
+		}
+	})
+	n.mu.Lock()
 	if n.pending == nil {
 		n.pending = make(map[client.Exchange][]*time.Timer)
 	}
-	quiet := e.Wait + n.after
-	line := render.Escape(fmt.Sprintf("narad: %s: no answer from %s after %s; waiting for it up to %s",
-		e.Op, n.base, roundDuration(quiet), roundDuration(e.Timeout)))
-	t := time.AfterFunc(quiet, func() {
-		n.mu.Lock()
-		shown := n.shown
-		n.shown = true
-		n.mu.Unlock()
-		if !shown {
-			n.out.println(line)
-		}
-	})
 	n.pending[e.Exchange] = append(n.pending[e.Exchange], t)
+	n.mu.Unlock()
 }
 
 func (n *slowNotice) OnAnswer(e client.AnswerEvent) { n.done(e.Exchange) }

@@ -312,10 +312,13 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	x := Exchange{Op: r.op, Method: r.method, URL: u, Attempt: max(r.attempt, 1)}
 	if len(c.hooks.request) > 0 {
 		// Cloned before the credentials go in: no hook ever sees them.
-		ev := RequestEvent{Exchange: x, Header: req.Header.Clone(), Auth: c.hasAuth, Body: r.body, Wait: r.wait, Timeout: timeout}
+		ev := RequestEvent{Exchange: x, Header: req.Header.Clone(), Auth: c.hasAuth, Body: r.body}
 		for _, h := range c.hooks.request {
 			h.OnRequest(ev)
 		}
+	}
+	for _, h := range c.hooks.sent {
+		h.OnSent(SentEvent{Exchange: x, Wait: r.wait, Timeout: timeout})
 	}
 	if c.hasAuth {
 		req.SetBasicAuth(c.user, c.pass)

@@ -18,6 +18,11 @@ type Hook any
 // HookRequest is told of each attempt just before it is sent.
 type HookRequest interface{ OnRequest(RequestEvent) }
 
+// HookSent is told of each attempt as it is sent, with its Exchange and times only: for
+// a hook that times requests, which needs none of the copy of the headers HookRequest
+// is given (made for every request once any hook asks for it).
+type HookSent interface{ OnSent(SentEvent) }
+
 // HookAnswer is told of each HTTP answer, whatever its status.
 type HookAnswer interface{ OnAnswer(AnswerEvent) }
 
@@ -52,6 +57,11 @@ type RequestEvent struct {
 	// Body is the body sent, nil when none. It is the request's own: read it only
 	// during the call.
 	Body []byte
+}
+
+// SentEvent is one attempt on its way (HookSent).
+type SentEvent struct {
+	Exchange
 	// Wait is how long the node may hold this request by design (a long poll's
 	// wait), 0 for the others; Timeout is how long the attempt may take in all, Wait
 	// included, before it is given up.
@@ -136,6 +146,7 @@ type FallbackEvent struct {
 // observes costs nothing to build.
 type hooks struct {
 	request   []HookRequest
+	sent      []HookSent
 	answer    []HookAnswer
 	transport []HookTransportError
 	retry     []HookRetry
@@ -148,6 +159,9 @@ func newHooks(hs []Hook) (hooks, error) {
 		n := 0
 		if v, ok := x.(HookRequest); ok {
 			h.request, n = append(h.request, v), n+1
+		}
+		if v, ok := x.(HookSent); ok {
+			h.sent, n = append(h.sent, v), n+1
 		}
 		if v, ok := x.(HookAnswer); ok {
 			h.answer, n = append(h.answer, v), n+1
