@@ -189,6 +189,11 @@ func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 	defer done()
 	verdict, err := c.Decommission(ctx, opts.ID, opts.Mode)
 	if err != nil {
+		if opts.Mode == client.DecommissionDryRun && busyStatus(err) {
+			// Sent once like the change, but asking changes nothing: there is no
+			// change to look for before asking again.
+			return exitWith(ExitFailed, fmt.Errorf("%s (a dry run changes nothing; try again later)", describeErr(err)))
+		}
 		return opts.adminFatal(c, err, "", "see narad cluster members")
 	}
 	switch opts.Mode {
