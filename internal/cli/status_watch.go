@@ -193,6 +193,12 @@ func statusWatch(opts *StatusOptions) error {
 	}
 	w := newWatcher(c, opts.Now, opts)
 	first := w.refresh(ctx)
+	if first.Err != nil && opts.Signals.Received() == syscall.SIGINT {
+		// Ctrl-C during the first look (a node slow to answer) ends the watch as it
+		// would later: exit 0, not 130.
+		opts.Signals.ClearForCleanStop()
+		return nil
+	}
 	if first.Err != nil {
 		// A node never reached fails fast, as sub does; one that goes away later is
 		// shown as gone and tried again.

@@ -458,3 +458,18 @@ func TestWatchFirstLookHintIsTrue(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
 	}
 }
+
+// TestWatchCtrlCDuringFirstLook: Ctrl-C ends a watch with exit 0 (CLI.md), also while
+// its first look still waits for a node that has not answered.
+func TestWatchCtrlCDuringFirstLook(t *testing.T) {
+	url, took := acceptingNode(t)
+	r := runTTY(t, false, false, func(s *Signals) {
+		<-took
+		s.Trigger(syscall.SIGINT)
+		time.Sleep(20 * time.Second) // only a bound on a hang
+		s.Trigger(syscall.SIGINT)
+	}, "status", "--watch", "-s", url)
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+}
