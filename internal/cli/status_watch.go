@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -61,6 +62,9 @@ func newWatcher(c *client.Client, now func() time.Time, opts *StatusOptions) *wa
 // would otherwise hold a refresh for a request timeout per few topics.
 func refreshLimit(interval time.Duration) time.Duration { return max(2*interval, 10*time.Second) }
 
+// errRefreshLimit is a refresh that ran out of its refreshLimit.
+var errRefreshLimit = errors.New("the node gave no whole answer")
+
 // refresh takes one sample and fills its rates from the previous good one.
 func (w *watcher) refresh(ctx context.Context) watchSample {
 	limit := refreshLimit(w.opts.Interval)
@@ -68,7 +72,7 @@ func (w *watcher) refresh(ctx context.Context) watchSample {
 	defer cancel()
 	s := w.look(rctx)
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-		return watchSample{At: s.At, Err: fmt.Errorf("the node gave no whole answer within %s", limit)}
+		return watchSample{At: s.At, Err: fmt.Errorf("%w within %s", errRefreshLimit, limit)}
 	}
 	if s.Err == nil {
 		if w.prev != nil {
@@ -202,6 +206,9 @@ func statusWatch(opts *StatusOptions) error {
 	if first.Err != nil {
 		// A node never reached fails fast, as sub does; one that goes away later is
 		// shown as gone and tried again.
+		if errors.Is(first.Err, errRefreshLimit) {
+			return exitWith(ExitFailed, fmt.Errorf("%v (a look may take twice --interval, at least 10s; try again later)", first.Err))
+		}
 		if busyStatus(first.Err) {
 			// apiFatal's hint for these says they were retried: not this look's.
 			return exitWith(ExitFailed, fmt.Errorf("%s (the first look is not retried; try again later)", describeErr(first.Err)))

@@ -473,3 +473,16 @@ func TestWatchCtrlCDuringFirstLook(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
 	}
 }
+
+// TestWatchFirstLookTooLongHasAHint: a first look that runs out of its time is one
+// line with what bounds it, as every fatal error is; the no-answer line before it
+// gives the look's bound, not the request's 30s.
+func TestWatchFirstLookTooLongHasAHint(t *testing.T) {
+	u := faultNode(t, "silent")
+	r := runTTY(t, false, false, stopAfter(40*time.Second), "status", "--watch", "-s", u)
+	want := "narad: list topics: no answer from " + u + " after 3s; waiting for it up to 10s\n" +
+		"narad: the node gave no whole answer within 10s (a look may take twice --interval, at least 10s; try again later)\n"
+	if r.code != ExitFailed || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
+	}
+}

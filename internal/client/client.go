@@ -317,8 +317,15 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 			h.OnRequest(ev)
 		}
 	}
-	for _, h := range c.hooks.sent {
-		h.OnSent(SentEvent{Exchange: x, Wait: r.wait, Timeout: timeout})
+	if len(c.hooks.sent) > 0 {
+		// The caller's deadline (a --timeout, a refresh's limit) may end it sooner.
+		until := timeout
+		if dl, ok := ctx.Deadline(); ok {
+			until = min(until, time.Until(dl))
+		}
+		for _, h := range c.hooks.sent {
+			h.OnSent(SentEvent{Exchange: x, Wait: r.wait, Timeout: until})
+		}
 	}
 	if c.hasAuth {
 		req.SetBasicAuth(c.user, c.pass)

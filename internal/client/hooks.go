@@ -64,7 +64,8 @@ type SentEvent struct {
 	Exchange
 	// Wait is how long the node may hold this request by design (a long poll's
 	// wait), 0 for the others; Timeout is how long the attempt may take in all, Wait
-	// included, before it is given up.
+	// included, before it is given up: the client's own timeout, or less when the
+	// caller's deadline comes sooner.
 	Wait, Timeout time.Duration
 }
 
