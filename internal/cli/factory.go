@@ -52,6 +52,8 @@ type Factory struct {
 	// tune is the process's runtime tuning (gc.go), made by Main; nil leaves the
 	// runtime alone (tests run many commands in one process).
 	tune *processTuning
+	// slow are the clients' no-answer notices, closed when the run ends (finish).
+	slow []*slowNotice
 }
 
 type globalFlags struct {
@@ -277,6 +279,7 @@ func (f *Factory) clientWith(adjust func(*client.Config), extra ...client.Hook) 
 	out := &stderrLines{w: f.IO.ErrOut}
 	notice := &retryNotice{out: out, after: retryNoticeAfter}
 	slow := &slowNotice{out: out, after: retryNoticeAfter}
+	f.slow = append(f.slow, slow)
 	hooks := []client.Hook{notice, slow}
 	if f.global.verbose {
 		hooks = append(hooks, verboseLog{out})

@@ -24,33 +24,7 @@ func StartFaultNode(mode string) (url string, stop func(), err error) {
 		}))
 		return s.URL, s.Close, nil
 	case "silent":
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", nil, err
-		}
-		var mu sync.Mutex
-		var conns []net.Conn
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-				go io.Copy(io.Discard, c)
-			}
-		}()
-		stop := func() {
-			ln.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range conns {
-				c.Close()
-			}
-		}
-		return "http://" + ln.Addr().String(), stop, nil
+		return startSilent(nil)
 	}
 	return "", nil, errors.New("fault node mode is 502 or silent")
 }
@@ -63,4 +37,51 @@ func faultNode(t *testing.T, mode string) string {
 	}
 	t.Cleanup(stop)
 	return u
+}
+
+// startSilent serves a node that accepts connections and reads requests but never
+// answers, until stop; took, when not nil, is closed at its first connection.
+func startSilent(took chan struct{}) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if conns = append(conns, c); len(conns) == 1 && took != nil {
+				close(took)
+			}
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	stop = func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// acceptingNode is the silent fault node, and says when it took the first
+// connection: the point where a run waits on it.
+func acceptingNode(t *testing.T) (url string, took <-chan struct{}) {
+	t.Helper()
+	ch := make(chan struct{})
+	url, stop, err := startSilent(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return url, ch
 }

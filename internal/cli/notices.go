@@ -110,13 +110,7 @@ func (s *settleRetries) OnAnswer(e client.AnswerEvent) {
 // that they go on for up to --shutdown-grace and how to give them up sooner; the func
 // it returns ends the watch.
 func (e runEnv) announceSettleStop(s *settleRetries, grace time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-e.Signals.Soft:
-		case <-done:
-			return
-		}
+	return e.atFirstSignal(func(line func(string) string) {
 		var what string
 		switch acks, nacks := s.acks.Load(), s.nacks.Load(); {
 		case acks && nacks:
@@ -132,11 +126,26 @@ func (e runEnv) announceSettleStop(s *settleRetries, grace time.Duration) (stop 
 		if e.Signals.Received() != syscall.SIGINT {
 			again = "a second signal gives them up"
 		}
-		line := fmt.Sprintf("narad: stopping: retrying %s for up to %s more; %s", what, roundDuration(grace), again)
-		if e.IO.IsStderrTTY() {
-			line = "\n" + line // after the terminal's ^C
+		e.notice(line(fmt.Sprintf("narad: stopping: retrying %s for up to %s more; %s", what, roundDuration(grace), again)))
+	})
+}
+
+// atFirstSignal runs say once the first signal came, unless the returned func was
+// called first. say's line func puts a line for after the terminal's ^C.
+func (e runEnv) atFirstSignal(say func(line func(string) string)) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-e.Signals.Soft:
+		case <-done:
+			return
 		}
-		e.notice(line)
+		say(func(l string) string {
+			if e.IO.IsStderrTTY() {
+				return "\n" + l // after the terminal's ^C
+			}
+			return l
+		})
 	}()
 	return func() { close(done) }
 }

@@ -102,9 +102,24 @@ type slowNotice struct {
 	base  string
 	after time.Duration
 
-	shown   atomic.Bool
+	shown   atomic.Bool // the line is out, or the run is over: nothing more to time
 	mu      sync.Mutex
 	pending map[client.Exchange][]*time.Timer
+}
+
+// close ends the notice with its run: a line due later would come after the run's
+// last one. A line being written finishes first (under mu), so that what the run
+// writes next comes after it.
+func (n *slowNotice) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.shown.Store(true)
+	for _, ts := range n.pending {
+		for _, t := range ts {
+			t.Stop()
+		}
+	}
+	n.pending = nil
 }
 
 func (n *slowNotice) OnSent(e client.SentEvent) {
@@ -113,6 +128,8 @@ func (n *slowNotice) OnSent(e client.SentEvent) {
 	}
 	quiet := e.Wait + n.after
 	t := time.AfterFunc(quiet, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
 		if n.shown.CompareAndSwap(false, true) {
 			n.out.println(render.Escape(fmt.Sprintf("narad: %s: no answer from %s after %s; waiting for it up to %s",
 				e.Op, n.base, roundDuration(quiet), roundDuration(e.Timeout))))

@@ -63,6 +63,9 @@ func run(f *Factory, args []string, build func(*Factory, []string) *cobra.Comman
 // finish is the exit code of a run that ended with err, after the one line that
 // says why, when it failed.
 func finish(f *Factory, err error) (code int) {
+	for _, n := range f.slow {
+		n.close() // nothing is awaited any more
+	}
 	code = exitCodeFor(err)
 	if err != nil {
 		var ee *exitError

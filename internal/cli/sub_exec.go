@@ -250,25 +250,15 @@ type stopNoticer interface {
 // announceStop says at the first signal what exec mode still waits for; the func it
 // returns ends the watch.
 func (e runEnv) announceStop(sup stopNoticer) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-e.Signals.Soft:
-		case <-done:
-			return
-		}
+	return e.atFirstSignal(func(line func(string) string) {
 		again := "Ctrl-C again to stop them"
 		if e.Signals.Received() != syscall.SIGINT {
 			again = "a second signal stops them"
 		}
-		if line := sup.StopNotice(again); line != "" {
-			if e.IO.IsStderrTTY() {
-				line = "\n" + line // after the terminal's ^C
-			}
-			sup.Say(line)
+		if l := sup.StopNotice(again); l != "" {
+			sup.Say(line(l))
 		}
-	}()
-	return func() { close(done) }
+	})
 }
 
 // execHelp ends sub's help: how failures are retried, and every counter.

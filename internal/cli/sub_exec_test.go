@@ -1,50 +1,11 @@
 package cli
 
 import (
-	"io"
-	"net"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// acceptingNode is a node that takes connections and never answers, like the silent
-// fault node, and says when it took the first one: the point where a run waits on it.
-func acceptingNode(t *testing.T) (url string, took <-chan struct{}) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan struct{})
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			if conns = append(conns, c); len(conns) == 1 {
-				close(ch)
-			}
-			mu.Unlock()
-			go io.Copy(io.Discard, c)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String(), ch
-}
 
 // TestExecFirstSignalEndsTheLooks: before exec mode takes anything, it looks up the
 // topic's lease and the --dead-letter topic; with nothing held or running yet, the
