@@ -72,11 +72,13 @@ func (e runEnv) apiFatal(c *client.Client, err error, topic string) error {
 		hint = "narad does not follow redirects; give --server the node's own address"
 	case http.StatusTooManyRequests:
 		hint = "the node is limiting requests; wait and try again"
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
-		hint = "retried with backoff; try again later"
-		if e := (*client.Error)(nil); errors.As(err, &e) && !e.Op.Retried() {
-			// A change is sent once: sent twice it could fail on its own success.
-			hint = "a change is sent once, not retried; see whether it was made before trying again"
+	default:
+		if busyStatus(err) {
+			hint = "retried with backoff; try again later"
+			if e := (*client.Error)(nil); errors.As(err, &e) && !e.Op.Retried() {
+				// A change is sent once: sent twice it could fail on its own success.
+				hint = "a change is sent once, not retried; see whether it was made before trying again"
+			}
 		}
 	}
 	msg := describeErr(err)
@@ -89,13 +91,7 @@ func (e runEnv) apiFatal(c *client.Client, err error, topic string) error {
 // busyStatus is an answer that means "not now" (the node could not reach the
 // partition owner, or is not it): what apiFatal's hints about retries are for, which a
 // command that does not retry, or asks for no change, must word itself.
-func busyStatus(err error) bool {
-	switch client.StatusOf(err) {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
-		return true
-	}
-	return false
-}
+func busyStatus(err error) bool { return client.BusyStatus(client.StatusOf(err)) }
 
 // adminFatal is apiFatal for the operator's commands: a 400 carries the command's
 // own hint, a 409 is a conflict (exit 1) with the node's words, and a route the node

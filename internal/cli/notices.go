@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,8 +96,7 @@ func (s *settleRetries) OnRetry(e client.RetryEvent) {
 }
 
 func (s *settleRetries) OnAnswer(e client.AnswerEvent) {
-	switch e.Status {
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusMisdirectedRequest:
+	if client.BusyStatus(e.Status) {
 		return // retried: still pending
 	}
 	if f := s.flag(e.Op); f != nil {
@@ -122,12 +120,18 @@ func (e runEnv) announceSettleStop(s *settleRetries, grace time.Duration) (stop 
 		default:
 			return
 		}
-		again := "Ctrl-C again to give them up"
-		if e.Signals.Received() != syscall.SIGINT {
-			again = "a second signal gives them up"
-		}
+		again := e.again("Ctrl-C again to give them up", "a second signal gives them up")
 		e.notice(line(fmt.Sprintf("narad: stopping: retrying %s for up to %s more; %s", what, roundDuration(grace), again)))
 	})
+}
+
+// again is how a stop line names the second signal: ctrlC after a Ctrl-C (SIGINT),
+// other after any other signal, which no Ctrl-C may follow (a service manager's).
+func (e runEnv) again(ctrlC, other string) string {
+	if e.Signals.Received() != syscall.SIGINT {
+		return other
+	}
+	return ctrlC
 }
 
 // atFirstSignal runs say once the first signal came, unless the returned func was

@@ -376,7 +376,8 @@ func (st *produceState) noteStopping(sigs *Signals) (stop func()) {
 		select {
 		case <-later:
 			if sigs.Hard.Err() == nil { // at the second signal it is not waiting any more
-				st.printf("narad: stopping: waiting for the requests already out to be answered (Ctrl-C again to abandon them)\n")
+				st.printf("narad: stopping: waiting for the requests already out to be answered (%s)\n",
+					st.e.again("Ctrl-C again to abandon them", "a second signal abandons them"))
 				stoppingNoticed()
 			}
 		case <-done:

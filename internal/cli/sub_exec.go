@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -251,11 +250,7 @@ type stopNoticer interface {
 // returns ends the watch.
 func (e runEnv) announceStop(sup stopNoticer) (stop func()) {
 	return e.atFirstSignal(func(line func(string) string) {
-		again := "Ctrl-C again to stop them"
-		if e.Signals.Received() != syscall.SIGINT {
-			again = "a second signal stops them"
-		}
-		if l := sup.StopNotice(again); l != "" {
+		if l := sup.StopNotice(e.again("Ctrl-C again to stop them", "a second signal stops them")); l != "" {
 			sup.Say(line(l))
 		}
 	})

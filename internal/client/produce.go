@@ -85,7 +85,7 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 			if last || ctx.Err() != nil || !retryableTransport(err) {
 				return nil, err
 			}
-		case !retryableStatus(resp.status) || last:
+		case !BusyStatus(resp.status) || last:
 			return resp, nil
 		}
 		stopped := func() error {

@@ -92,10 +92,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retryableStatus is the set of answers that mean "not done, try again" for a
-// settlement or a produce: the node could not reach the partition owner (502/503,
-// or a proxy's 504) or is not the owner right now (421).
-func retryableStatus(status int) bool {
+// BusyStatus is the set of answers that mean "not done, try again" for a settlement
+// or a produce: the node could not reach the partition owner (502/503, or a proxy's
+// 504) or is not the owner right now (421). The client retries them (see
+// RetryPolicy); the CLI's hints and notices ask it too.
+func BusyStatus(status int) bool {
 	switch status {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
 		http.StatusMisdirectedRequest:

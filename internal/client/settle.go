@@ -107,7 +107,7 @@ func (c *Client) Nack(ctx context.Context, topic, handle string) error {
 // may not have happened, and sending it again is safe (an ack that had landed
 // answers 410 the second time).
 func (r SettleResult) Unconfirmed() bool {
-	return r.Status == 0 || retryableStatus(r.Status)
+	return r.Status == 0 || BusyStatus(r.Status)
 }
 
 func (c *Client) settleOne(ctx context.Context, topic string, a Action, handle string) error {
@@ -337,7 +337,7 @@ func (s *settleCall) single(ctx context.Context, i int) {
 	if s.isFatal(e) {
 		return
 	}
-	s.record(i, e.Status, e.Message, e, retryableStatus(e.Status))
+	s.record(i, e.Status, e.Message, e, BusyStatus(e.Status))
 }
 
 // batch settles handles with one {"receipt_handles":[...]} body.
@@ -383,7 +383,7 @@ func (s *settleCall) batch(ctx context.Context, idx []int) {
 				s.record(i, http.StatusNoContent, "", nil, false)
 				continue
 			}
-			s.record(i, st, msg, &Error{Op: r.op, Status: st, Message: msg}, retryableStatus(st))
+			s.record(i, st, msg, &Error{Op: r.op, Status: st, Message: msg}, BusyStatus(st))
 		}
 		return
 	case resp.status == http.StatusBadRequest && strings.Contains(strings.ToLower(errorText(resp.body)), legacySettleText):
@@ -402,7 +402,7 @@ func (s *settleCall) batch(ctx context.Context, idx []int) {
 		return
 	}
 	for _, i := range idx {
-		s.record(i, e.Status, e.Message, e, retryableStatus(e.Status))
+		s.record(i, e.Status, e.Message, e, BusyStatus(e.Status))
 	}
 }
 
