@@ -383,13 +383,7 @@ func (st *produceState) noteStopping(sigs *Signals) (stop func()) {
 		case <-done:
 		}
 	}()
-	return func() {
-		close(done)
-		select { // its line goes before the summary, unless stderr takes nothing
-		case <-exited:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return endWatch(done, exited)
 }
 
 // summary prints the closing line, always: after a fatal error only if something was

@@ -345,8 +345,9 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	if sup != nil {
 		defer opts.announceStop(sup)()
 	}
-	co.OnSingle = opts.tune.stream(h.Pipelining())
-	stopWaiting := opts.waitingNotice(&co, answered, h.Pipelining().Counted)
+	pl := h.Pipelining() // asked for once, as the run asks it
+	co.OnSingle = opts.tune.stream(pl)
+	stopWaiting := opts.waitingNotice(&co, answered, pl.Counted)
 	res, err := consumer.Run(opts.Signals.Hard, c, h, co)
 	stopWaiting()
 	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)

@@ -63,10 +63,16 @@ func (e runEnv) watchWaiting(topic string, count int, hint string, progress read
 			}
 		}
 	}()
+	return endWatch(done, exited)
+}
+
+// endWatch is the stop of a watch whose goroutine may write a line (it closes exited
+// when it ends): it ends the watch and waits for it briefly, so that a line on its way
+// goes before the run's last ones, while a stderr that takes nothing (a paused pager)
+// never holds up the end.
+func endWatch(done, exited chan struct{}) func() {
 	return func() {
 		close(done)
-		// Its line, when it is on its way, goes before the read's last ones; but a
-		// stderr that does not take it (a paused pager) must not hold up the end.
 		select {
 		case <-exited:
 		case <-time.After(100 * time.Millisecond):
