@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -94,17 +93,26 @@ func (n *retryNotice) OnAnswer(e client.AnswerEvent) {
 // long poll's own wait): a node that takes the connection and never answers is
 // otherwise a whole attempt's timeout (30s) of silence before the first retry line.
 // Requests are told apart by their Exchange only, so of identical ones out at once
-// the oldest is taken for answered first: the line may come late, never early. It
-// costs a timer a request and nothing else until it is due (an older node's drain
-// sends two requests a message).
+// the oldest is taken for answered first: the line may come late, never early.
+//
+// A request costs a map entry and nothing else: one ticker, started with the first
+// request, looks for one overdue every third of after. (A timer a request made a v3.1
+// drain through a pipe, on one P, measurably slower.)
 type slowNotice struct {
 	out   *stderrLines
 	base  string
 	after time.Duration
 
-	shown   atomic.Bool // the line is out, or the run is over: nothing more to time
 	mu      sync.Mutex
-	pending map[client.Exchange][]*time.Timer
+	shown   bool // the line is out, or the run is over: nothing more to time
+	pending map[client.Exchange][]sentAt
+	stop    chan struct{} // ends the ticker; nil until it runs
+}
+
+// sentAt is a request out, and when its silence is due a line.
+type sentAt struct {
+	due time.Time
+	e   client.SentEvent
 }
 
 // close ends the notice with its run: a line due later would come after the run's
@@ -113,34 +121,62 @@ type slowNotice struct {
 func (n *slowNotice) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.shown.Store(true)
-	for _, ts := range n.pending {
-		for _, t := range ts {
-			t.Stop()
-		}
+	n.shown, n.pending = true, nil
+	if n.stop != nil {
+		close(n.stop)
+		n.stop = nil
 	}
-	n.pending = nil
 }
 
 func (n *slowNotice) OnSent(e client.SentEvent) {
-	if n.shown.Load() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.shown {
 		return
 	}
-	quiet := e.Wait + n.after
-	t := time.AfterFunc(quiet, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if n.shown.CompareAndSwap(false, true) {
-			n.out.println(render.Escape(fmt.Sprintf("narad: %s: no answer from %s after %s; waiting for it up to %s",
-				e.Op, n.base, roundDuration(quiet), roundDuration(e.Timeout))))
-		}
-	})
-	n.mu.Lock()
 	if n.pending == nil {
-		n.pending = make(map[client.Exchange][]*time.Timer)
+		n.pending = make(map[client.Exchange][]sentAt)
 	}
-	n.pending[e.Exchange] = append(n.pending[e.Exchange], t)
-	n.mu.Unlock()
+	n.pending[e.Exchange] = append(n.pending[e.Exchange], sentAt{time.Now().Add(e.Wait + n.after), e})
+	if n.stop == nil {
+		n.stop = make(chan struct{})
+		go n.watch(n.stop)
+	}
+}
+
+// watch looks for a request overdue until the line is out or the notice is closed.
+func (n *slowNotice) watch(stop <-chan struct{}) {
+	t := time.NewTicker(max(n.after/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			if n.overdue(now) {
+				return
+			}
+		}
+	}
+}
+
+// overdue writes the line for a request past its due time, if there is one.
+func (n *slowNotice) overdue(now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.shown {
+		return true
+	}
+	for _, ss := range n.pending {
+		if s := ss[0]; !now.Before(s.due) {
+			quiet := s.e.Wait + n.after
+			n.out.println(render.Escape(fmt.Sprintf("narad: %s: no answer from %s after %s; waiting for it up to %s",
+				s.e.Op, n.base, roundDuration(quiet), roundDuration(s.e.Timeout))))
+			n.shown, n.pending, n.stop = true, nil, nil
+			return true
+		}
+	}
+	return false
 }
 
 func (n *slowNotice) OnAnswer(e client.AnswerEvent) { n.done(e.Exchange) }
@@ -150,15 +186,12 @@ func (n *slowNotice) OnTransportError(e client.TransportErrorEvent) { n.done(e.E
 func (n *slowNotice) done(x client.Exchange) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ts := n.pending[x]
-	if len(ts) == 0 {
-		return
-	}
-	ts[0].Stop()
-	if len(ts) == 1 {
+	switch ss := n.pending[x]; len(ss) {
+	case 0:
+	case 1:
 		delete(n.pending, x)
-	} else {
-		n.pending[x] = ts[1:]
+	default:
+		n.pending[x] = ss[1:]
 	}
 }
 
