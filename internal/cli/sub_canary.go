@@ -52,8 +52,9 @@ func canaryRun(opts *SubOptions) error {
 	_, err = replay.Run(ctx, c, ro, read.message(ctx))
 	can.Finish(opts.Signals.Hard, opts.Signals.Soft)
 	st := can.Stats()
-	if !(err != nil && st.Ran == 0 && opts.Stats != "json") {
-		// (Nothing run before a fatal error says nothing: the error line does.)
+	if !(err != nil && ctx.Err() == nil && st.Ran == 0 && opts.Stats != "json") {
+		// (Nothing run before a fatal error says nothing: the error line does. A
+		// signal or --timeout is no error: --stats then says that nothing ran.)
 		opts.printCanaryStats(opts.Stats, st)
 	}
 	opts.filterFailures(opts.Match)

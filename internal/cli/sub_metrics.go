@@ -39,7 +39,8 @@ func startMetrics(opts *SubOptions) (*subMetrics, error) {
 	w := metrics.NewWorker(opts.Topic, opts.Command != nil)
 	srv, err := metrics.Listen(addr.Listen, w)
 	if err != nil {
-		return nil, usageErrorf("--metrics-addr %s: %s (pick another port)", render.Escape(opts.MetricsAddr), listenWhy(err))
+		why, hint := listenWhy(err)
+		return nil, usageErrorf("--metrics-addr %s: %s (%s)", render.Escape(opts.MetricsAddr), why, hint)
 	}
 	m := &subMetrics{w: w, srv: srv, done: make(chan struct{})}
 	go func() {
@@ -52,21 +53,29 @@ func startMetrics(opts *SubOptions) (*subMetrics, error) {
 	return m, nil
 }
 
-// listenWhy is a listen error without the "listen tcp ADDR:" the line says already.
-func listenWhy(err error) string {
+// listenWhy is a listen error without the "listen tcp ADDR:" the line says already,
+// and what to do about it: another port helps only when the port is the trouble,
+// not an address of another machine or a name that does not resolve.
+func listenWhy(err error) (why, hint string) {
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return "address already in use"
+		return "address already in use", "pick another port"
 	case errors.Is(err, syscall.EACCES):
-		return "permission denied"
+		return "permission denied", "ports below 1024 need privileges: pick one above"
 	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		return "not an address of this machine"
+		return "not an address of this machine", "use one of its own, or 127.0.0.1:PORT"
+	}
+	const other = "use an address of this machine, or 127.0.0.1:PORT"
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		// Not the resolver's address and reply: the name is what the user typed.
+		return fmt.Sprintf("cannot resolve %s", render.Escape(dns.Name)), other
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {
-		return op.Err.Error()
+		return op.Err.Error(), other
 	}
-	return err.Error()
+	return err.Error(), other
 }
 
 // hooks are the client hooks that count requests.
