@@ -348,8 +348,13 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	pl := h.Pipelining() // asked for once, as the run asks it
 	co.OnSingle = opts.tune.stream(pl)
 	stopWaiting := opts.waitingNotice(&co, answered, pl.Counted)
+	stopTimeout := func() {}
+	if sup != nil {
+		stopTimeout = opts.announceTimeout(opts.Timeout, co.Timeout, sup)
+	}
 	res, err := consumer.Run(opts.Signals.Hard, c, h, co)
 	stopWaiting()
+	stopTimeout()
 	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	opts.writeRunLeftovers(opts.Topic, res)
 	return subExit(c, opts, res, err, sup)

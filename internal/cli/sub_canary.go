@@ -49,8 +49,13 @@ func canaryRun(opts *SubOptions) error {
 		defer cancelT()
 	}
 	read := canaryRead{can: can, hard: opts.Signals.Hard}
+	stopTimeout := opts.announceTimeout(opts.Timeout, opts.Timeout, can)
 	_, err = replay.Run(ctx, c, ro, read.message(ctx))
-	can.Finish(opts.Signals.Hard, opts.Signals.Soft)
+	// The reading's end by a signal or --timeout gives running commands
+	// --shutdown-grace, as in exec mode: at --timeout they are not waited for up to
+	// --max-processing-time.
+	can.Finish(opts.Signals.Hard, ctx.Done())
+	stopTimeout()
 	st := can.Stats()
 	if !(err != nil && ctx.Err() == nil && st.Ran == 0 && opts.Stats != "json") {
 		// (Nothing run before a fatal error says nothing: the error line does. A

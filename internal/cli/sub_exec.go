@@ -256,6 +256,43 @@ func (e runEnv) announceStop(sup stopNoticer) (stop func()) {
 	})
 }
 
+// announceTimeout says, once --timeout (left of it from now) has ended the taking while
+// commands still run, what the run waits for: up to --shutdown-grace, as after a
+// signal, which would otherwise pass without a word. The func it returns ends the
+// watch, and its line with it, so nothing it says comes after the run's last line.
+func (e runEnv) announceTimeout(timeout, left time.Duration, sup stopNoticer) (stop func()) {
+	if timeout <= 0 {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-done:
+			return
+		}
+		if e.Signals.Received() != 0 {
+			return // the signal's own line said what is waited for
+		}
+		// The first signal after the timeout changes nothing (the run already
+		// stops); the second stops the commands.
+		again := "two signals stop them"
+		if e.IO.IsStderrTTY() {
+			again = "Ctrl-C twice to stop them"
+		}
+		if l := sup.StopNotice(again); l != "" {
+			sup.Say("timeout after " + roundDuration(timeout) + ": " + l)
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
 // execHelp ends sub's help: how failures are retried, and every counter.
 const execHelp = `
 
@@ -291,8 +328,8 @@ Counters (--stats):
 A canary's counters (--peek -- COMMAND --stats): ran, succeeded (exit 0 or
 --ack-exit-codes), failed (timed_out, not_started and signaled among them),
 stopped (by the shutdown), each exit code seen, and the commands' p50, p95 and
-max durations. The first signal stops reading and lets running commands finish
-(up to --shutdown-grace); the second stops them.`
+max durations. The first signal, or --timeout, stops reading and lets running
+commands finish (up to --shutdown-grace); the second signal stops them.`
 
 // deadLetterAsSent produces what the node sent of m with its key to topic, as no
 // decoding of it is possible: a string payload's text (the bad base64 itself), any
