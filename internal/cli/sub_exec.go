@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,6 +140,8 @@ func findCommand(name string) error {
 			why = "not found in $PATH"
 		case errors.Is(err, fs.ErrPermission):
 			why = "not executable"
+		case errors.Is(err, syscall.EISDIR):
+			why = "a directory" // it exists: "not found" would send the user looking for it
 		}
 		return usageErrorf("cannot run %s: %s", render.Escape(name), why)
 	}
