@@ -125,6 +125,7 @@ func TestSubFlags(t *testing.T) {
 		{[]string{"orders", "--from-beginning=false"}, "--from-beginning needs --peek"}, // given, even as false
 		{[]string{"orders", "--peek", "--offset", "0"}, "--offset needs --partition"},
 		{[]string{"orders", "--peek", "--partition", "1", "--offset", "0", "--from-beginning"}, "--offset needs --partition"},
+		{[]string{"orders", "--peek", "--partition", "1", "--offset", "-2"}, "--offset must be 0 or more"},
 		{[]string{"orders", "--peek", "--max", "100"}, "--max does not apply to --peek"}, // the default, given
 		{[]string{"orders", "--peek", "--lease", "1m", "--", "sh"}, "--lease does not apply to --peek -- COMMAND"},
 		{[]string{"orders", "--peek", "--retry-delay-max", "1m", "--", "sh"}, "--retry-delay-max does not apply to --peek -- COMMAND"},

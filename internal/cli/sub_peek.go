@@ -34,6 +34,11 @@ func (opts *SubOptions) validatePeek(changed func(string) bool) error {
 	if opts.Offset != nil && (opts.Partition == nil || changed("from-beginning")) {
 		return usageErrorf("--offset needs --partition (and not --from-beginning)")
 	}
+	if opts.Offset != nil && *opts.Offset < 0 {
+		// -1 is the flag's "not given"; typed, a negative offset is a mistake, refused
+		// here as replay refuses it rather than sent for the node to refuse.
+		return usageErrorf("--offset must be 0 or more")
+	}
 	return nil
 }
 
