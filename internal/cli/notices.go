@@ -16,11 +16,14 @@ import (
 // Lines for a person on stderr: what a long-running command is doing, and what
 // happened to the node or a message along the way.
 
-// nodeNotices are the lines a long-running sub writes when the node it reached
-// stops answering, and when it is back.
+// nodeNotices are the lines a long-running sub (and a follow read) writes when the
+// node it reached stops answering, and when it is back.
 func (e runEnv) nodeNotices(c *client.Client) (lost func(error), back func()) {
 	lost = func(err error) {
-		why := strings.TrimPrefix(describeErr(err), "consume: ")
+		why := describeErr(err)
+		for _, op := range []string{"consume: ", "replay: "} {
+			why = strings.TrimPrefix(why, op)
+		}
 		fmt.Fprintf(e.IO.ErrOut, "narad: lost node %s: %s; retrying\n", render.Escape(c.BaseURL()), render.Escape(why))
 	}
 	back = func() { fmt.Fprintln(e.IO.ErrOut, "narad: node is back") }

@@ -47,6 +47,7 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	}
 	var buf []byte
 	ro.Match = find.Match // ro.Count then counts the messages it keeps
+	e.waitOutNodeLoss(c, &ro)
 	var printed atomic.Int64
 	var src replay.Source = c
 	stopWaiting := func() {}
@@ -99,4 +100,13 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
 	}
 	return nil
+}
+
+// waitOutNodeLoss makes a follow read (replay --follow, sub --peek, the canary) wait
+// out a node it reached and then lost, with the lines a long-running sub writes: a
+// watch left running must not end because its node restarted.
+func (e runEnv) waitOutNodeLoss(c *client.Client, ro *replay.Options) {
+	if ro.Follow {
+		ro.OnNodeLost, ro.OnNodeBack = e.nodeNotices(c)
+	}
 }

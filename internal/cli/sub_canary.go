@@ -50,6 +50,7 @@ func canaryRun(opts *SubOptions) error {
 	}
 	read := canaryRead{can: can, hard: opts.Signals.Hard}
 	stopTimeout := opts.announceTimeout(opts.Timeout, opts.Timeout, can)
+	opts.waitOutNodeLoss(c, &ro)
 	_, err = replay.Run(ctx, c, ro, read.message(ctx))
 	// The reading's end by a signal or --timeout gives running commands
 	// --shutdown-grace, as in exec mode: at --timeout they are not waited for up to

@@ -63,6 +63,11 @@ type Options struct {
 	// OnFound, when set, hears where each partition's Since read starts and what
 	// the search cost, before anything is emitted.
 	OnFound func(Found)
+	// OnNodeLost, when set with Follow, makes a node that answered and is then
+	// unreachable a pause rather than the end (waitingSource): it hears the first
+	// failure of each outage, and OnNodeBack the first answer after it.
+	OnNodeLost func(error)
+	OnNodeBack func()
 }
 
 // ErrNoSuchPartition is bad input: the topic has no such partition.
@@ -81,6 +86,10 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 	parts, err := partitions(t, o.Partition)
 	if err != nil {
 		return 0, err
+	}
+	if o.Follow && o.OnNodeLost != nil {
+		// The node answered: from here on, losing it is waited out.
+		src = &waitingSource{Source: src, lost: o.OnNodeLost, back: o.OnNodeBack}
 	}
 	next := startOffsets(t, parts, o)
 	w, err := newWindow(ctx, src, t, parts, o, next)
