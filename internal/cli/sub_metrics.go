@@ -42,6 +42,10 @@ func startMetrics(opts *SubOptions) (*subMetrics, error) {
 		why, hint := listenWhy(err)
 		return nil, usageErrorf("--metrics-addr %s: %s (%s)", render.Escape(opts.MetricsAddr), why, hint)
 	}
+	if _, port, _ := net.SplitHostPort(addr.Listen); port == "0" {
+		// The system chose the port: without this line nothing could scrape it.
+		opts.notice(fmt.Sprintf("serving /metrics, /healthz and /readyz on http://%s", srv.Addr()))
+	}
 	m := &subMetrics{w: w, srv: srv, done: make(chan struct{})}
 	go func() {
 		select {
