@@ -330,13 +330,13 @@ func (st *produceState) reportFailure(fl producer.Failure) {
 	rec := fl.Record
 	var what string
 	if fl.Status == 0 {
-		what = fmt.Sprintf("%v (%d bytes)", fl.Err, rec.Size)
+		what = fmt.Sprintf("%v (%s)", fl.Err, countOf(rec.Size, "byte", "bytes"))
 	} else {
 		hint := produceHint(fl.Status, len(rec.Body))
 		if st.keepPartition && rec.Partition != nil {
 			hint = fmt.Sprintf(", partition %d%s", *rec.Partition, hint)
 		}
-		what = fmt.Sprintf("%s (%d bytes%s)", statusText(fl.Err), len(rec.Body), hint)
+		what = fmt.Sprintf("%s (%s%s)", statusText(fl.Err), countOf(int64(len(rec.Body)), "byte", "bytes"), hint)
 	}
 	st.printf("narad: %s: %s\n", st.position(rec.Pos), what)
 }
