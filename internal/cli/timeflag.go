@@ -41,6 +41,20 @@ var localLayouts = []string{
 // @unix-seconds, or a duration back from now (with d for days). It never asks the
 // node anything, so a bad time is refused before any request.
 func parseTime(s string, now time.Time, loc *time.Location) (time.Time, bool) {
+	t, ok := parseTimeForm(s, now, loc)
+	if ok && t.Before(unixEpoch) {
+		// Nothing is stamped before the epoch, so an earlier time means the epoch. The
+		// zero time (0001-01-01 UTC) stands for a flag not given: typed, it must not
+		// turn --until into no limit.
+		t = unixEpoch
+	}
+	return t, ok
+}
+
+var unixEpoch = time.Unix(0, 0)
+
+// parseTimeForm is parseTime before the epoch floor: the forms themselves.
+func parseTimeForm(s string, now time.Time, loc *time.Location) (time.Time, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, false

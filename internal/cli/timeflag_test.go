@@ -29,6 +29,10 @@ func TestParseTime(t *testing.T) {
 		{"1d12h", now.Add(-36 * time.Hour)},
 		{"0s", now},
 		{" 2h ", now.Add(-2 * time.Hour)},
+		// Before the epoch is the epoch: never the zero time, which means "not given".
+		{"0001-01-01T00:00:00Z", time.Unix(0, 0)},
+		{"1969-12-31 23:00", time.Unix(0, 0)},
+		{"100000d", time.Unix(0, 0)},
 	} {
 		got, ok := parseTime(tc.in, now, paris)
 		if !ok || !got.Equal(tc.want) {
@@ -67,6 +71,14 @@ func TestTimeFlagsRefuseBeforeAnyRequest(t *testing.T) {
 	}
 	if _, err := parseSub(t, "t", "--peek", "--from-beginning", "--since", "1h"); err == nil || !strings.Contains(err.Error(), "--since and --from-beginning") {
 		t.Errorf("sub --peek --from-beginning --since: %v", err)
+	}
+	// A typed time before the epoch is a limit, not "not given": --until year 1 is
+	// before any --since, and alone it lets nothing stamped after 1970 through.
+	if _, err := parseReplay(t, "t", "--since", "1h", "--until", "0001-01-01T00:00:00Z"); err == nil || !strings.Contains(err.Error(), "is before --since") {
+		t.Errorf("--until year 1 after --since 1h: %v, want it refused as before --since", err)
+	}
+	if got, err := parseReplay(t, "t", "--until", "0001-01-01T00:00:00Z"); err != nil || got.Time.Until.IsZero() {
+		t.Errorf("--until year 1: %+v, %v; want a limit at the epoch", got.Time, err)
 	}
 	// Equal is not before: one second's messages.
 	got, err := parseReplay(t, "t", "--since", "@100", "--until", "@100")
