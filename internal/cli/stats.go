@@ -11,6 +11,7 @@ import (
 
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/render"
+	"github.com/narad/narad/internal/replay"
 	"github.com/narad/narad/internal/supervisor"
 )
 
@@ -70,6 +71,9 @@ func (e runEnv) readStats(mode string, read, matched int64) {
 
 // canaryJSON is --stats=json for a canary; durations in seconds.
 type canaryJSON struct {
+	// Read and Matched are there with --filter or --grep, as replay's --stats says them.
+	Read       *int64           `json:"read,omitempty"`
+	Matched    *int64           `json:"matched,omitempty"`
 	Ran        int64            `json:"ran"`
 	Succeeded  int64            `json:"succeeded"`
 	Failed     int64            `json:"failed"`
@@ -84,8 +88,10 @@ type canaryJSON struct {
 }
 
 // printCanaryStats writes the canary's counters on stderr: --stats text (a table),
-// json (one object), or without --stats one line on a terminal only.
-func (e runEnv) printCanaryStats(mode string, st supervisor.CanaryStats) {
+// json (one object), or without --stats one line on a terminal only. With a matcher
+// (--filter, --grep) they start with the messages read and matched: a command runs
+// only for a match, and the difference is what the filter kept from it.
+func (e runEnv) printCanaryStats(mode string, st supervisor.CanaryStats, mt *replay.Matcher) {
 	if mode == "" && !e.IO.IsStderrTTY() {
 		return
 	}
@@ -98,12 +104,19 @@ func (e runEnv) printCanaryStats(mode string, st supervisor.CanaryStats) {
 		for _, c := range codes {
 			j.ExitCodes[strconv.Itoa(c)] = st.ExitCodes[c]
 		}
+		if mt != nil {
+			j.Read, j.Matched = &mt.Read, &mt.Matched
+		}
 		_ = json.NewEncoder(w).Encode(j)
 		return
 	}
-	counts := []render.Count{{Name: "ran", N: st.Ran}, {Name: "succeeded", N: st.Succeeded}, {Name: "failed", N: st.Failed},
+	var counts []render.Count
+	if mt != nil {
+		counts = append(counts, render.Count{Name: "read", N: mt.Read}, render.Count{Name: "matched", N: mt.Matched})
+	}
+	counts = append(counts, []render.Count{{Name: "ran", N: st.Ran}, {Name: "succeeded", N: st.Succeeded}, {Name: "failed", N: st.Failed},
 		{Name: "timed_out", N: st.TimedOut}, {Name: "not_started", N: st.NotStarted}, {Name: "signaled", N: st.Signaled},
-		{Name: "stopped", N: st.Stopped}}
+		{Name: "stopped", N: st.Stopped}}...)
 	for _, c := range codes {
 		counts = append(counts, render.Count{Name: "exit_" + strconv.Itoa(c), N: st.ExitCodes[c]})
 	}

@@ -61,7 +61,7 @@ func canaryRun(opts *SubOptions) error {
 	if !(err != nil && ctx.Err() == nil && st.Ran == 0 && opts.Stats != "json") {
 		// (Nothing run before a fatal error says nothing: the error line does. A
 		// signal or --timeout is no error: --stats then says that nothing ran.)
-		opts.printCanaryStats(opts.Stats, st)
+		opts.printCanaryStats(opts.Stats, st, opts.Match)
 	}
 	opts.filterFailures(opts.Match)
 	switch {

@@ -328,10 +328,11 @@ Counters (--stats):
   bugs           second settlements of one message, refused
   dead_lettered  messages produced to --dead-letter, then acked
 
-A canary's counters (--peek -- COMMAND --stats): ran, succeeded (exit 0 or
---ack-exit-codes), failed (timed_out, not_started and signaled among them),
-stopped (by the shutdown), each exit code seen, and the commands' p50, p95 and
-max durations. The first signal, or --timeout, stops reading and lets running
+A canary's counters (--peek -- COMMAND --stats): with --filter or --grep first
+the messages read and matched (a command runs per match), then ran, succeeded
+(exit 0 or --ack-exit-codes), failed (timed_out, not_started and signaled among
+them), stopped (by the shutdown), each exit code seen, and the commands' p50, p95
+and max durations. The first signal, or --timeout, stops reading and lets running
 commands finish (up to --shutdown-grace); the second signal stops them.`
 
 // deadLetterAsSent produces what the node sent of m with its key to topic, as no
