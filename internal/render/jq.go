@@ -48,6 +48,13 @@ func CompileJQ(src string) (*JQ, error) {
 	return &JQ{code: code}, nil
 }
 
+// jqOutputMax bounds what one value's results may add: they are gathered before any is
+// written (a consumer acks a message once its whole output is out), so an endless
+// generator (repeat, range(1e12)) would take memory until the system killed narad,
+// without a word. No real output of one message or document comes near it. A
+// variable for tests.
+var jqOutputMax = 64 << 20
+
 // AppendResults runs q on v and appends each result on its own line: a string as its
 // text, anything else as compact JSON, as gh --jq does. With escape (the output is a
 // terminal) a string's control characters are escaped as the text format does; the
@@ -82,6 +89,9 @@ func (q *JQ) AppendResults(dst []byte, v any, escape bool) ([]byte, error) {
 			dst = append(dst[:start], textenc.InertJSON(dst[start:])...)
 		}
 		dst = append(dst, '\n')
+		if len(dst)-orig > jqOutputMax {
+			return dst[:orig], &JQError{Err: fmt.Errorf("more than %s of output for one value (an endless generator, such as repeat?)", ByteSize(int64(jqOutputMax)))}
+		}
 	}
 }
 

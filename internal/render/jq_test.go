@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/narad/narad/internal/client"
@@ -107,5 +108,26 @@ func TestJQTruthy(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("Truthy(%q) = %v, %v; want %v", src, got, err, want)
 		}
+	}
+}
+
+// An endless generator is an error once its output passes the bound, rather than
+// memory taken until the system kills narad with nothing said.
+func TestJQOutputIsBounded(t *testing.T) {
+	prev := jqOutputMax
+	jqOutputMax = 1 << 20
+	t.Cleanup(func() { jqOutputMax = prev })
+	q := mustJQ(t, `limit(2000000; repeat("x"))`) // 4 MB of lines, finite for the test
+	out, err := q.AppendResults([]byte("kept"), map[string]any{}, false)
+	var je *JQError
+	if !errors.As(err, &je) || string(out) != "kept" {
+		t.Fatalf("got %d bytes, %v; want the output as it was and a JQError", len(out), err)
+	}
+	if want := "more than 1.0 MiB of output for one value"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want it to say %q", err, want)
+	}
+	// Under the bound, all of it.
+	if out, err := mustJQ(t, `limit(1000; repeat("x"))`).AppendResults(nil, nil, false); err != nil || len(out) != 2000 {
+		t.Errorf("1000 results: %d bytes, %v", len(out), err)
 	}
 }
