@@ -344,6 +344,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	}
 	if sup != nil {
 		defer opts.announceStop(sup)()
+		co.OnFatal = opts.announceFatal(sup)
 	}
 	pl := h.Pipelining() // asked for once, as the run asks it
 	co.OnSingle = opts.tune.stream(pl)

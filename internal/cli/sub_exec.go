@@ -280,13 +280,7 @@ func (e runEnv) announceTimeout(timeout, left time.Duration, sup stopNoticer) (s
 		if e.Signals.Received() != 0 {
 			return // the signal's own line said what is waited for
 		}
-		// The first signal after the timeout changes nothing (the run already
-		// stops); the second stops the commands.
-		again := "two signals stop them"
-		if e.IO.IsStderrTTY() {
-			again = "Ctrl-C twice to stop them"
-		}
-		if l := sup.StopNotice(again); l != "" {
+		if l := sup.StopNotice(e.unsignaledAgain()); l != "" {
 			sup.Say("timeout after " + roundDuration(timeout) + ": " + l)
 		}
 	}()
@@ -294,6 +288,30 @@ func (e runEnv) announceTimeout(timeout, left time.Duration, sup stopNoticer) (s
 		close(done)
 		<-ended
 	}
+}
+
+// announceFatal says, when a fatal error (a topic deleted, credentials refused) ends
+// the taking while commands still run, what the run waits for before it exits with
+// that error: up to --shutdown-grace, which would otherwise pass without a word.
+func (e runEnv) announceFatal(sup stopNoticer) func(error) {
+	return func(err error) {
+		if e.Signals.Received() != 0 {
+			return // the signal's own line said what is waited for
+		}
+		if l := sup.StopNotice(e.unsignaledAgain()); l != "" {
+			sup.Say(render.Escape("narad: "+err.Error()) + "; before exiting, " + l)
+		}
+	}
+}
+
+// unsignaledAgain names the signals that stop running commands once the run stops
+// for another reason than a signal (--timeout, a fatal error): the first signal
+// changes nothing then, the second stops them.
+func (e runEnv) unsignaledAgain() string {
+	if e.IO.IsStderrTTY() {
+		return "Ctrl-C twice to stop them"
+	}
+	return "two signals stop them"
 }
 
 // execHelp ends sub's help: how failures are retried, and every counter.

@@ -111,6 +111,10 @@ type Options struct {
 	// it answers again. Either may be nil.
 	OnNodeLost func(err error)
 	OnNodeBack func()
+	// OnFatal is called (from the loop) when a fatal error ends the taking, before
+	// the handler's Finish waits for what it still runs, so that the wait can be
+	// explained at once rather than after it. It may be nil.
+	OnFatal func(err error)
 	// OnSingle is called (from the loop) once the node turns out to answer one
 	// message per consume (older than v3.1), after the handler's own
 	// Pipelining.OnSingle. It may be nil.
@@ -334,6 +338,9 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	t := &taker{ctx: ctx, take: take, stopping: w.stopping, src: src, h: h, pl: pl, s: s, c: &c, o: o}
 	reason, fatal := t.run()
 	reason = w.stopFor(reason, fatal)
+	if fatal != nil && o.OnFatal != nil {
+		o.OnFatal(fatal)
+	}
 	t.collect()
 	if err := h.Finish(ctx, w.stopping); err != nil && fatal == nil {
 		fatal, reason = err, StopFailed
