@@ -112,6 +112,41 @@ func TestRate(t *testing.T) {
 	}
 }
 
+// --rate on a node without batch produce: the batch its router refused goes message
+// by message on the rate it already took, so the run takes as long as on a newer
+// node (a burst, then 25 a second), not a burst more per worker.
+func TestRateOnAnOlderNode(t *testing.T) {
+	for _, j := range []int{1, 4} {
+		t.Run(fmt.Sprint("j", j), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := &timedClient{took: time.Millisecond, start: time.Now(), noBatch: true}
+				res := Run(context.Background(), c, Lines(strings.NewReader(numbered(300))), Options{Topic: "t", Rate: 25, Concurrency: j})
+				if res.Produced != 300 {
+					t.Fatalf("result %+v", res)
+				}
+				sends, _ := c.snapshot()
+				burst := RateBurst(25)
+				sent := 0
+				var last time.Duration
+				for _, s := range sends {
+					if s.batch {
+						continue // refused unread
+					}
+					sent++
+					last = max(last, s.at)
+					if allowed := burst + int(math.Round(25*s.at.Seconds())); sent > allowed {
+						t.Fatalf("%d messages sent by %v, the rate allows %d", sent, s.at, allowed)
+					}
+				}
+				// 275 after the first burst, at 25 a second: 11s on the bubble's clock.
+				if want := 11 * time.Second; last < want-time.Millisecond || last > want+100*time.Millisecond {
+					t.Errorf("the last of 300 messages at 25 a second went at %v, want %v", last, want)
+				}
+			})
+		})
+	}
+}
+
 func tape(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
 
 // --pace F: each line goes at its timestamp's offset from the first, F times faster;

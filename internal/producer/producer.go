@@ -404,7 +404,7 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 	// A record of a stream that happens to be alone still goes as a batch: on an older
 	// node the first one finds out, once, what every later one needs to know.
 	if p.single.Load() || (len(items) == 1 && (items[0].rec.Last || items[0].bound+client.ProduceBatchFraming > client.MaxProduceBatchBody)) {
-		p.sendEach(ctx, items)
+		p.sendEach(ctx, items, 1)
 		return
 	}
 	msgs := make([]client.ProduceMessage, 0, len(items))
@@ -427,7 +427,10 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 			return
 		case errors.Is(err, client.ErrNoBatchProduce):
 			p.single.Store(true)
-			p.sendEach(ctx, items)
+			// The router refused the batch unread: the rate these messages took is
+			// theirs still, not to be waited for twice (an older node's first second
+			// under --rate went silent, once per worker).
+			p.sendEach(ctx, items, 0)
 			return
 		case ctx.Err() != nil:
 			p.finish(items, unknown, 0, nil)
@@ -455,7 +458,7 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 			items = p.dropMissing(rest)
 		case perMessage(client.StatusOf(err)):
 			// A refusal that names no message: let each message get its own answer.
-			p.sendEach(ctx, items)
+			p.sendEach(ctx, items, 1)
 			return
 		default:
 			p.finish(items, ambiguity(err), 0, nil)
@@ -468,8 +471,9 @@ func (p *Producer) send(ctx context.Context, items []*item) {
 // sendEach sends items one request each, as many at once as there are free slots,
 // in order when there is one (-j 1). Up to -j senders take the items in turn, each
 // waiting for a slot before its request, so that a slot given back is taken by a
-// sender already running.
-func (p *Producer) sendEach(ctx context.Context, items []*item) {
+// sender already running. cost is the rate each message waits for: 1, or 0 for
+// messages whose rate was already taken.
+func (p *Producer) sendEach(ctx context.Context, items []*item, cost int) {
 	var next atomic.Int64
 	sender := func() {
 		for {
@@ -478,7 +482,7 @@ func (p *Producer) sendEach(ctx context.Context, items []*item) {
 				return
 			}
 			it := items[i]
-			if p.stopped() || !p.take(1) {
+			if p.stopped() || !p.take(cost) {
 				p.finish([]*item{it}, unsent, 0, nil)
 				continue
 			}
