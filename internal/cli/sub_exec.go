@@ -298,8 +298,23 @@ func (e runEnv) announceFatal(sup stopNoticer) func(error) {
 		if e.Signals.Received() != 0 {
 			return // the signal's own line said what is waited for
 		}
-		if l := sup.StopNotice(e.unsignaledAgain()); l != "" {
+		l := sup.StopNotice(e.unsignaledAgain())
+		if l == "" {
+			return
+		}
+		// Said from the run's loop, which must go on to stop the commands: a line
+		// blocked behind a command's output to a stdout nobody reads is left to
+		// the supervisor, which drops it once the stop has come.
+		said := make(chan struct{})
+		go func() {
+			defer close(said)
 			sup.Say(render.Escape("narad: "+err.Error()) + "; before exiting, " + l)
+		}()
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-said:
+		case <-t.C:
 		}
 	}
 }
