@@ -48,6 +48,10 @@ type Options struct {
 	Follow bool
 	// PollInterval is the pause between sweeps that found nothing new (Follow).
 	PollInterval time.Duration
+	// PartitionCheck is how often a follow of every partition (no Partition) asks
+	// the topic again while it finds nothing new, to follow partitions added since
+	// it started; 0 means 5s.
+	PartitionCheck time.Duration
 
 	// Since, when set, starts each partition at its first message stamped at or
 	// after it, found by the search in since.go (Start is then not used), and no
@@ -99,7 +103,11 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 	if o.PollInterval <= 0 {
 		o.PollInterval = 500 * time.Millisecond
 	}
+	if o.PartitionCheck <= 0 {
+		o.PartitionCheck = 5 * time.Second
+	}
 	r := &reading{src: src, o: o, parts: parts, next: next, w: w, emit: emit}
+	checked := w.now()
 	for {
 		// last: the clock passed Until, so this sweep reads every partition to its
 		// tail and is the final one.
@@ -112,9 +120,35 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 			return r.emitted, nil
 		}
 		if !progressed {
+			if o.Partition == nil && w.now().Sub(checked) >= o.PartitionCheck {
+				checked = w.now()
+				r.addPartitions(ctx)
+			}
 			if err := sleep(ctx, w.pause(o.PollInterval)); err != nil {
 				return r.emitted, err
 			}
+		}
+	}
+}
+
+// addPartitions follows the partitions the topic gained since the read started
+// (topic edit --partitions), from their oldest message: all of it came after the
+// start. A consumer is handed them by the node; a follow that never asked again
+// would miss them for good. A failed look is left to the next (the reads say what
+// is wrong).
+func (r *reading) addPartitions(ctx context.Context) {
+	t, err := r.src.Topic(ctx, r.o.Topic)
+	if err != nil {
+		return
+	}
+	all, err := partitions(t, nil)
+	if err != nil || len(all) <= len(r.parts) {
+		return
+	}
+	for _, p := range all {
+		if _, ok := r.next[p]; !ok {
+			r.parts = append(r.parts, p)
+			r.next[p] = statsOf(t, p).OldestOffset
 		}
 	}
 }

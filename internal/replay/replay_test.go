@@ -157,3 +157,35 @@ func TestStopEndsWithoutError(t *testing.T) {
 		t.Errorf("n %d err %v, want 1 and nil", n, err)
 	}
 }
+
+// growingTopic is a fakeTopic that gains a partition, holding one message, at its
+// grow-th replay read: the topic edited while a follow runs.
+type growingTopic struct {
+	fakeTopic
+	grow, reads int
+}
+
+func (g *growingTopic) Replay(ctx context.Context, topic string, p int, off int64) (*client.Message, error) {
+	if g.reads++; g.reads == g.grow {
+		g.parts = append(g.parts, []string{"new"})
+	}
+	return g.fakeTopic.Replay(ctx, topic, p, off)
+}
+
+// A follow of every partition follows those the topic gains while it runs, from their
+// oldest message (all of it came after the start).
+func TestFollowTakesPartitionsAddedSince(t *testing.T) {
+	src := &growingTopic{fakeTopic: fakeTopic{parts: [][]string{{"a"}, {}}}, grow: 3}
+	// The deadline only ends a run that never sees the new partition.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []string
+	_, err := Run(ctx, src, Options{Topic: "t", To: -1, Start: FromTail, Follow: true, Count: 1,
+		PollInterval: time.Millisecond, PartitionCheck: time.Millisecond}, func(m *client.Message) error {
+		got = append(got, fmt.Sprintf("p%d@%d=%s", m.Partition, m.Offset, m.Payload))
+		return nil
+	})
+	if want := []string{`p2@0="new"`}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("got %v, %v; want %v", got, err, want)
+	}
+}
