@@ -278,6 +278,9 @@ func (f *Factory) clientWith(adjust func(*client.Config), extra ...client.Hook) 
 	}
 	out := &stderrLines{w: f.IO.ErrOut}
 	notice := &retryNotice{out: out, after: retryNoticeAfter}
+	if f.Signals != nil {
+		notice.graceEnd = f.Signals.graceEnd
+	}
 	slow := &slowNotice{out: out, after: retryNoticeAfter}
 	f.slow = append(f.slow, slow)
 	hooks := []client.Hook{notice, slow}

@@ -63,6 +63,9 @@ type retryNotice struct {
 	out   *stderrLines
 	base  string // the node's URL, for connection errors
 	after time.Duration
+	// graceEnd, when set, is when a stop gives up what is still retried (a signal's
+	// --shutdown-grace): the line says that when it comes before the budget ends.
+	graceEnd func() (time.Time, bool)
 
 	mu    sync.Mutex
 	shown bool
@@ -77,7 +80,11 @@ func (n *retryNotice) OnRetry(e client.RetryEvent) {
 	n.shown = true
 	n.mu.Unlock()
 	if !shown {
-		n.out.println(retryLine(n.base, e))
+		var stopBy time.Time
+		if n.graceEnd != nil {
+			stopBy, _ = n.graceEnd()
+		}
+		n.out.println(retryLine(n.base, e, stopBy))
 	}
 }
 
@@ -197,7 +204,10 @@ func (n *slowNotice) done(x client.Exchange) {
 
 // retryLine is "narad: consume: the node answers 502 Bad Gateway; retrying for up to
 // 1m56s more", or for a call bounded by attempts "...; retrying (attempt 2 of 5)".
-func retryLine(base string, e client.RetryEvent) string {
+// After a signal whose grace ends before the budget (stopBy), the time left is the
+// grace's: "for up to 3s more (the shutdown grace)", where it said the budget's two
+// minutes right after the stop line had said three seconds.
+func retryLine(base string, e client.RetryEvent, stopBy time.Time) string {
 	var why string
 	var apiErr *client.Error
 	var timeout *client.TimeoutError
@@ -216,11 +226,17 @@ func retryLine(base string, e client.RetryEvent) string {
 	if e.Handles > 1 {
 		what = fmt.Sprintf("retrying %d handles", e.Handles)
 	}
-	switch left := (e.Budget - e.Elapsed).Round(time.Second); {
+	left, bound := (e.Budget - e.Elapsed).Round(time.Second), ""
+	if !stopBy.IsZero() && e.MaxAttempts == 0 {
+		if g := time.Until(stopBy); g < left {
+			left, bound = max(g.Round(time.Second), time.Second), " (the shutdown grace)"
+		}
+	}
+	switch {
 	case e.MaxAttempts > 0:
 		what += fmt.Sprintf(" (attempt %d of %d)", e.Attempt, e.MaxAttempts)
 	case left > 0:
-		what += fmt.Sprintf(" for up to %s more", left)
+		what += fmt.Sprintf(" for up to %s more%s", left, bound)
 	}
 	return render.Escape(fmt.Sprintf("narad: %s: %s; %s", e.Op, why, what))
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -320,5 +321,38 @@ func TestPasswordStdin(t *testing.T) {
 	}
 	if len(got) != 1 {
 		t.Errorf("%d requests, want only the first run's", len(got))
+	}
+}
+
+// After a signal, acks are retried only for the shutdown grace: a retry line then says
+// the grace's time left, not the budget's (it said "for up to 1m55s more" right after
+// the stop line had said 1s).
+func TestRetryNoticeSaysTheGraceAfterASignal(t *testing.T) {
+	var buf strings.Builder
+	s := NewSignals()
+	n := &retryNotice{out: &stderrLines{w: &buf}, base: "http://127.0.0.1:1", after: 0, graceEnd: s.graceEnd}
+	busy := client.RetryEvent{Op: client.OpAck, Status: 503, Err: &client.Error{Op: client.OpAck, Status: 503, Message: "owner unavailable"},
+		Attempt: 2, Budget: 2 * time.Minute, Elapsed: 5 * time.Second, Handles: 2}
+	s.SetGrace(time.Minute)
+	n.OnRetry(busy) // no signal yet: the budget
+	n.OnAnswer(client.AnswerEvent{Status: 204})
+	s.Trigger(syscall.SIGTERM)
+	n.OnRetry(busy) // the grace, sooner than the budget
+	n.OnAnswer(client.AnswerEvent{Status: 204})
+	s.SetGrace(10 * time.Minute)
+	n.OnRetry(busy) // the budget, sooner than the grace
+	got := lines(buf.String())
+	want := []string{
+		"narad: ack: the node answers 503 owner unavailable; retrying 2 handles for up to 1m55s more",
+		`narad: ack: the node answers 503 owner unavailable; retrying 2 handles for up to (1m0s|5\ds) more \(the shutdown grace\)`,
+		"narad: ack: the node answers 503 owner unavailable; retrying 2 handles for up to 1m55s more",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("lines %q, want %q", got, want)
+	}
+	for i := range want {
+		if i == 1 && !regexp.MustCompile("^"+want[i]+"$").MatchString(got[i]) || i != 1 && got[i] != want[i] {
+			t.Errorf("line %d: %q, want %q", i, got[i], want[i])
+		}
 	}
 }

@@ -21,6 +21,10 @@ type Signals struct {
 	first  syscall.Signal
 	cancel context.CancelFunc
 	count  int
+	// softAt is when the first signal came; grace is how long the running command
+	// gives what still settles after it (SetGrace), 0 when it says nothing.
+	softAt time.Time
+	grace  time.Duration
 
 	// process says Listen wires the process's signals (Main); unwire undoes it.
 	process bool
@@ -41,11 +45,30 @@ func (s *Signals) Trigger(sig syscall.Signal) {
 	s.count++
 	switch s.count {
 	case 1:
-		s.first = sig
+		s.first, s.softAt = sig, time.Now()
 		close(s.Soft)
 	default:
 		s.cancel()
 	}
+}
+
+// SetGrace tells what a first signal leaves to what still settles: the retry notice
+// then says the sooner of that and the retry budget.
+func (s *Signals) SetGrace(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grace = d
+}
+
+// graceEnd is when the grace after the first signal ends; false before a signal, or
+// when the command gives none.
+func (s *Signals) graceEnd() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.count == 0 || s.grace <= 0 {
+		return time.Time{}, false
+	}
+	return s.softAt.Add(s.grace), true
 }
 
 // ClearForCleanStop forgets the signal, for servers whose clean stop on SIGINT/SIGTERM

@@ -337,6 +337,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	ran := make(chan struct{})
 	defer close(ran)
 	co.Abandon = opts.Signals.SoftThen(opts.ShutdownGrace, ran)
+	opts.Signals.SetGrace(opts.ShutdownGrace)
 	defer opts.announceSettleStop(retries, opts.ShutdownGrace)()
 	h, sup, err := mode(c, &co, m)
 	if err != nil {
