@@ -88,18 +88,7 @@ func TestRate(t *testing.T) {
 				}
 				sends, _ := c.snapshot()
 				burst := RateBurst(25)
-				sent := 0
-				for _, s := range sends {
-					sent += len(s.payloads)
-					// Tokens spent by the time this request went: one burst, then 25 a
-					// second (rounded: the limiter's clock arithmetic is to the nanosecond).
-					if allowed := burst + int(math.Round(25*s.at.Seconds())); sent > allowed {
-						t.Fatalf("%d messages sent by %v, the rate allows %d", sent, s.at, allowed)
-					}
-					if len(s.payloads) > burst {
-						t.Errorf("a request of %d messages, over the burst of %d", len(s.payloads), burst)
-					}
-				}
+				withinRate(t, sends, 25, false)
 				if last := sends[len(sends)-1].at; last < 11*time.Second-time.Millisecond {
 					t.Errorf("300 messages at 25 a second were all sent by %v", last)
 				}
@@ -125,19 +114,7 @@ func TestRateOnAnOlderNode(t *testing.T) {
 					t.Fatalf("result %+v", res)
 				}
 				sends, _ := c.snapshot()
-				burst := RateBurst(25)
-				sent := 0
-				var last time.Duration
-				for _, s := range sends {
-					if s.batch {
-						continue // refused unread
-					}
-					sent++
-					last = max(last, s.at)
-					if allowed := burst + int(math.Round(25*s.at.Seconds())); sent > allowed {
-						t.Fatalf("%d messages sent by %v, the rate allows %d", sent, s.at, allowed)
-					}
-				}
+				_, last := withinRate(t, sends, 25, true)
 				// 275 after the first burst, at 25 a second: 11s on the bubble's clock.
 				if want := 11 * time.Second; last < want-time.Millisecond || last > want+100*time.Millisecond {
 					t.Errorf("the last of 300 messages at 25 a second went at %v, want %v", last, want)
@@ -145,6 +122,30 @@ func TestRateOnAnOlderNode(t *testing.T) {
 			})
 		})
 	}
+}
+
+// withinRate fails t when the messages sent by the time of any request are more than
+// a limiter of rate a second allows (one burst, then rate a second; rounded, as the
+// limiter's clock arithmetic is to the nanosecond), or when one request carries more
+// than a burst. With refused, batches are skipped: the node refused them unread. It
+// returns the messages sent and when the last went.
+func withinRate(t *testing.T, sends []timedSend, rate int, refused bool) (sent int, last time.Duration) {
+	t.Helper()
+	burst := RateBurst(float64(rate))
+	for _, s := range sends {
+		if refused && s.batch {
+			continue
+		}
+		sent += len(s.payloads)
+		last = max(last, s.at)
+		if allowed := burst + int(math.Round(float64(rate)*s.at.Seconds())); sent > allowed {
+			t.Fatalf("%d messages sent by %v, the rate allows %d", sent, s.at, allowed)
+		}
+		if len(s.payloads) > burst {
+			t.Errorf("a request of %d messages, over the burst of %d", len(s.payloads), burst)
+		}
+	}
+	return sent, last
 }
 
 func tape(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
