@@ -283,8 +283,8 @@ func (b *benchFailures) report(fl producer.Failure) {
 		return
 	}
 	b.shown = true
-	line := fmt.Sprintf("narad: message %d: %s (%d bytes%s)\n", fl.Record.Pos, render.Escape(statusText(fl.Err)),
-		len(fl.Record.Body), produceHint(fl.Status, len(fl.Record.Body)))
+	line := fmt.Sprintf("narad: message %d: %s (%s%s)\n", fl.Record.Pos, render.Escape(statusText(fl.Err)),
+		countOf(int64(len(fl.Record.Body)), "byte", "bytes"), produceHint(fl.Status, len(fl.Record.Body)))
 	b.progress.println(line)
 }
 
