@@ -65,7 +65,7 @@ type retryNotice struct {
 	after time.Duration
 	// graceEnd, when set, is when a stop gives up what is still retried (a signal's
 	// --shutdown-grace): the line says that when it comes before the budget ends.
-	graceEnd func() (time.Time, bool)
+	graceEnd func() time.Time
 
 	mu    sync.Mutex
 	shown bool
@@ -82,7 +82,7 @@ func (n *retryNotice) OnRetry(e client.RetryEvent) {
 	if !shown {
 		var stopBy time.Time
 		if n.graceEnd != nil {
-			stopBy, _ = n.graceEnd()
+			stopBy = n.graceEnd()
 		}
 		n.out.println(retryLine(n.base, e, stopBy))
 	}

@@ -333,13 +333,15 @@ func TestRetryNoticeSaysTheGraceAfterASignal(t *testing.T) {
 	n := &retryNotice{out: &stderrLines{w: &buf}, base: "http://127.0.0.1:1", after: 0, graceEnd: s.graceEnd}
 	busy := client.RetryEvent{Op: client.OpAck, Status: 503, Err: &client.Error{Op: client.OpAck, Status: 503, Message: "owner unavailable"},
 		Attempt: 2, Budget: 2 * time.Minute, Elapsed: 5 * time.Second, Handles: 2}
-	s.SetGrace(time.Minute)
+	ran := make(chan struct{})
+	defer close(ran)
+	s.Grace(time.Minute, ran)
 	n.OnRetry(busy) // no signal yet: the budget
 	n.OnAnswer(client.AnswerEvent{Status: 204})
 	s.Trigger(syscall.SIGTERM)
 	n.OnRetry(busy) // the grace, sooner than the budget
 	n.OnAnswer(client.AnswerEvent{Status: 204})
-	s.SetGrace(10 * time.Minute)
+	s.Grace(10*time.Minute, ran)
 	n.OnRetry(busy) // the budget, sooner than the grace
 	got := lines(buf.String())
 	want := []string{

@@ -22,7 +22,7 @@ type Signals struct {
 	cancel context.CancelFunc
 	count  int
 	// softAt is when the first signal came; grace is how long the running command
-	// gives what still settles after it (SetGrace), 0 when it says nothing.
+	// gives what still settles after it (Grace), 0 when it gives none.
 	softAt time.Time
 	grace  time.Duration
 
@@ -52,23 +52,25 @@ func (s *Signals) Trigger(sig syscall.Signal) {
 	}
 }
 
-// SetGrace tells what a first signal leaves to what still settles: the retry notice
-// then says the sooner of that and the retry budget.
-func (s *Signals) SetGrace(d time.Duration) {
+// Grace is SoftThen for the grace a command gives what still settles after the first
+// signal (--shutdown-grace): closed once it is over, and known to the retry notice,
+// whose lines then say the sooner of it and the retry budget.
+func (s *Signals) Grace(d time.Duration, done <-chan struct{}) <-chan struct{} {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.grace = d
+	s.mu.Unlock()
+	return s.SoftThen(d, done)
 }
 
-// graceEnd is when the grace after the first signal ends; false before a signal, or
-// when the command gives none.
-func (s *Signals) graceEnd() (time.Time, bool) {
+// graceEnd is when the grace after the first signal ends; the zero time before a
+// signal, or when the command gives none.
+func (s *Signals) graceEnd() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.count == 0 || s.grace <= 0 {
-		return time.Time{}, false
+		return time.Time{}
 	}
-	return s.softAt.Add(s.grace), true
+	return s.softAt.Add(s.grace)
 }
 
 // ClearForCleanStop forgets the signal, for servers whose clean stop on SIGINT/SIGTERM

@@ -336,8 +336,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	// listed for pasting.
 	ran := make(chan struct{})
 	defer close(ran)
-	co.Abandon = opts.Signals.SoftThen(opts.ShutdownGrace, ran)
-	opts.Signals.SetGrace(opts.ShutdownGrace)
+	co.Abandon = opts.Signals.Grace(opts.ShutdownGrace, ran)
 	defer opts.announceSettleStop(retries, opts.ShutdownGrace)()
 	h, sup, err := mode(c, &co, m)
 	if err != nil {
