@@ -277,10 +277,7 @@ func (e runEnv) announceTimeout(timeout, left time.Duration, sup stopNoticer) (s
 		case <-done:
 			return
 		}
-		if e.Signals.Received() != 0 {
-			return // the signal's own line said what is waited for
-		}
-		if l := sup.StopNotice(e.unsignaledAgain()); l != "" {
+		if l := e.unsignaledStop(sup); l != "" {
 			sup.Say("timeout after " + roundDuration(timeout) + ": " + l)
 		}
 	}()
@@ -295,10 +292,7 @@ func (e runEnv) announceTimeout(timeout, left time.Duration, sup stopNoticer) (s
 // that error: up to --shutdown-grace, which would otherwise pass without a word.
 func (e runEnv) announceFatal(sup stopNoticer) func(error) {
 	return func(err error) {
-		if e.Signals.Received() != 0 {
-			return // the signal's own line said what is waited for
-		}
-		l := sup.StopNotice(e.unsignaledAgain())
+		l := e.unsignaledStop(sup)
 		if l == "" {
 			return
 		}
@@ -319,14 +313,18 @@ func (e runEnv) announceFatal(sup stopNoticer) func(error) {
 	}
 }
 
-// unsignaledAgain names the signals that stop running commands once the run stops
-// for another reason than a signal (--timeout, a fatal error): the first signal
-// changes nothing then, the second stops them.
-func (e runEnv) unsignaledAgain() string {
-	if e.IO.IsStderrTTY() {
-		return "Ctrl-C twice to stop them"
+// unsignaledStop is what a run stopped for another reason than a signal (--timeout,
+// a fatal error) still waits for, "" when nothing, or when a signal came first and its
+// own line said it. The first signal changes nothing then, the second stops them.
+func (e runEnv) unsignaledStop(sup stopNoticer) string {
+	if e.Signals.Received() != 0 {
+		return ""
 	}
-	return "two signals stop them"
+	again := "two signals stop them"
+	if e.IO.IsStderrTTY() {
+		again = "Ctrl-C twice to stop them"
+	}
+	return sup.StopNotice(again)
 }
 
 // execHelp ends sub's help: how failures are retried, and every counter.
