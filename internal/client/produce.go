@@ -88,21 +88,20 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		case !BusyStatus(resp.status) || last:
 			return resp, nil
 		}
-		stopped := func() error {
-			if err != nil {
-				return &retryStopped{err}
-			}
-			return &retryStopped{resp.err(r.op)}
+		// What this attempt got, should the stop keep it from being tried again.
+		stopped := &retryStopped{err}
+		if err == nil {
+			stopped.last = resp.err(r.op)
 		}
 		if chans.Closed(stop) {
-			return nil, stopped()
+			return nil, stopped
 		}
 		d := c.retry.backoff(attempt)
 		spent += d
 		c.onRetry(retryEvent(r, resp, err), d, spent, c.retry.BoundedAttempts)
 		if serr := c.sleepUnless(ctx, stop, d); serr != nil {
 			if errors.Is(serr, ErrStopped) {
-				return nil, stopped()
+				return nil, stopped
 			}
 			if err != nil && !c.reached.Load() {
 				// A node never reached is the news, not the deadline (--timeout) that
@@ -112,7 +111,7 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 			return nil, fmt.Errorf("%s: %w", r.op, serr)
 		}
 		if chans.Closed(stop) {
-			return nil, stopped() // came as the wait ended
+			return nil, stopped // came as the wait ended
 		}
 	}
 }
