@@ -189,6 +189,9 @@ func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *hol
 	co := consumer.Options{
 		Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
 		Count: opts.Count, Timeout: opts.Timeout, Stop: s.stop,
+		// Once the screen is gone (a second q) nobody waits for an ack still retried:
+		// it is given up at once, and named to send again (Result.Unconfirmed).
+		Abandon: s.ended,
 		// The same keeper as plain sub's: a message on screen is extended at a third
 		// of its lease for as long as it is there.
 		Lease: lease,

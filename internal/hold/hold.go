@@ -30,7 +30,12 @@ type Feed struct {
 	mu      sync.Mutex
 	handed  int
 	settled int
-	changed chan struct{}
+	// settling counts settlements the program started and that have not returned:
+	// a second q or a hard stop ends the program while an ack is still retried, and
+	// the run must wait for it to be given up, so that it is named as unconfirmed
+	// rather than dropped when the process exits.
+	settling int
+	changed  chan struct{}
 }
 
 // NewFeed returns a Feed that sends to send (Program.Send) until ended is closed.
@@ -50,8 +55,21 @@ func (f *Feed) Ready() {
 func (f *Feed) Done() {
 	f.mu.Lock()
 	f.settled++
+	f.wake()
+	f.mu.Unlock()
+}
+
+// wake tells whoever waits in Finish that something changed; f.mu is held.
+func (f *Feed) wake() {
 	close(f.changed)
 	f.changed = make(chan struct{})
+}
+
+// settlingAdd counts a settlement starting (n=1) or returning (n=-1).
+func (f *Feed) settlingAdd(n int) {
+	f.mu.Lock()
+	f.settling += n
+	f.wake()
 	f.mu.Unlock()
 }
 
@@ -77,9 +95,33 @@ func (f *Feed) Handle(_ context.Context, ds []consumer.Delivery) error {
 			return consumer.ErrStopped
 		default:
 		}
-		f.send(Arrived{Held: d, Msg: d.Message()})
+		f.send(Arrived{Held: tracked{d, f}, Msg: d.Message()})
 	}
 	return nil
+}
+
+// tracked is a delivery whose settlements Feed counts while they are on their way.
+type tracked struct {
+	consumer.Delivery
+	f *Feed
+}
+
+func (t tracked) Ack() error {
+	t.f.settlingAdd(1)
+	defer t.f.settlingAdd(-1)
+	return t.Delivery.Ack()
+}
+
+func (t tracked) Nack(why consumer.Cause) error {
+	t.f.settlingAdd(1)
+	defer t.f.settlingAdd(-1)
+	return t.Delivery.Nack(why)
+}
+
+func (t tracked) DeadLettered(why consumer.Cause) error {
+	t.f.settlingAdd(1)
+	defer t.f.settlingAdd(-1)
+	return t.Delivery.DeadLettered(why)
 }
 
 // Pipelining: hold mode takes one message at a time, when the model asks.
@@ -87,23 +129,27 @@ func (f *Feed) Pipelining() consumer.Pipelining { return consumer.Pipelining{} }
 
 // Finish returns once the screen settled everything handed to it, or the program is
 // gone; at a stop it tells the program, which gives back what it holds and quits.
+// Either way it first waits for the settlements still on their way: once the program
+// is gone (or at the hard stop) the run gives up their retries (consumer's
+// Options.Abandon), and each comes back promptly, named in Result.Unconfirmed.
 func (f *Feed) Finish(ctx context.Context, stopping <-chan struct{}) error {
+	gone, ended, hard := false, f.ended, ctx.Done()
 	for {
 		f.mu.Lock()
-		left, changed := f.handed-f.settled, f.changed
+		left, settling, changed := f.handed-f.settled, f.settling, f.changed
 		f.mu.Unlock()
-		if left <= 0 {
+		if settling == 0 && (left <= 0 || gone) {
 			return nil
 		}
 		select {
 		case <-changed:
-		case <-f.ended:
-			return nil
+		case <-ended:
+			gone, ended = true, nil
 		case <-stopping:
 			f.send(Stop{})
 			stopping = nil
-		case <-ctx.Done():
-			return nil
+		case <-hard:
+			gone, hard = true, nil
 		}
 	}
 }

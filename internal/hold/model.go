@@ -529,7 +529,14 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(k, m.keys.Quit):
 		if m.quit {
-			return m, tea.Quit // a second q: leave now; the run gives back what is left
+			// A second q: leave now; the run gives back what is left and gives up the
+			// settlements still retried, which the summary counts as not confirmed.
+			for _, e := range append(append([]*entry(nil), m.queue...), m.skip...) {
+				if e.busy != 0 && e.busy != actExtend && e.busy != actProduce {
+					m.tally.failed++
+				}
+			}
+			return m, tea.Quit
 		}
 		return m.stop()
 	case key.Matches(k, m.keys.Help):
@@ -746,6 +753,9 @@ func (m Model) header(e *entry) string {
 func (m Model) noteLine(e *entry) string {
 	st := m.o.Styles
 	switch {
+	case m.quit && m.busy():
+		// q was taken: say so, and how to leave without waiting for the answer.
+		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " quitting once the node answers (q again to give up and quit now)")
 	case e != nil && e.busy != 0:
 		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " " + e.busy.doing() + "… (retried in the background while the node answers 502/503)")
 	case m.node != "":

@@ -283,6 +283,44 @@ func TestHoldModeLeaseLostAndNodeGone(t *testing.T) {
 	}
 }
 
+// q twice while an ack is retried behind the screen (the node answers 503): the
+// second q leaves at once, and the ack it gives up is named to send again, as plain
+// sub names it at a second Ctrl-C, never dropped in silence with exit 0.
+func TestHoldModeSecondQGivesUpAnAckAndNamesIt(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	part, _, err := b.Produce("orders", "", []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i")
+	s.waitScreen("orders  p" + strconv.Itoa(part) + " @0")
+	b.FailNext("ack", 1_000_000, 503)
+	s.press("a")
+	s.waitScreen("acking…")
+	waitFor(t, "a retried ack", func() bool { return b.Requests("ack") >= 2 }, s.scr.text)
+	s.press("q")
+	s.waitScreen("q again to give up")
+	s.press("q")
+	if code := s.exit(); code != 1 {
+		t.Errorf("exit %d, want 1 (an ack not confirmed); screen:\n%s", code, s.scr.text())
+	}
+	after := s.scr.afterScreen()
+	for _, want := range []string{"acked 0, nacked 0, not confirmed 1\r\n",
+		"narad: 1 ack not confirmed by the node; to send again, paste:\r\nnarad ack orders - <<'EOF'\r\n" + strconv.Itoa(part) + ":0:"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("after the screen, no %q in:\n%s", want, after)
+		}
+	}
+	if st := stats(t, b, "orders"); st.Acked() != 0 {
+		t.Errorf("acked %d, with every ack refused", st.Acked())
+	}
+}
+
 // Bubbletea v1, and lipgloss v2 through the bubbles viewport, ask the terminal about
 // itself when their packages initialise, so linking them cost every command a round
 // trip (or a `tmux info`). No command that has nothing to show may query the terminal.
