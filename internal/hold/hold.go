@@ -24,10 +24,14 @@ import (
 // Feed hands the consume loop's deliveries to a program, one when the model asks.
 type Feed struct {
 	send  func(tea.Msg)
-	asked chan struct{}
 	ended <-chan struct{} // the program is gone
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// wanted is how many messages the model asked for and was not handed yet. An
+	// ask stands until a message comes: a consume that found nothing leaves it, so
+	// the loop asks the node again rather than wait for a second ask that never
+	// comes (the model asks once, and waits).
+	wanted  int
 	handed  int
 	settled int
 	// settling counts settlements the program started and that have not returned:
@@ -40,15 +44,15 @@ type Feed struct {
 
 // NewFeed returns a Feed that sends to send (Program.Send) until ended is closed.
 func NewFeed(send func(tea.Msg), ended <-chan struct{}) *Feed {
-	return &Feed{send: send, ended: ended, asked: make(chan struct{}, 16), changed: make(chan struct{})}
+	return &Feed{send: send, ended: ended, changed: make(chan struct{})}
 }
 
 // Ready is the model asking for one more message.
 func (f *Feed) Ready() {
-	select {
-	case f.asked <- struct{}{}:
-	default:
-	}
+	f.mu.Lock()
+	f.wanted++
+	f.wake()
+	f.mu.Unlock()
 }
 
 // Done is the model saying one message handed over is settled for good.
@@ -73,13 +77,20 @@ func (f *Feed) settlingAdd(n int) {
 	f.mu.Unlock()
 }
 
-// Slots waits until the model asked for a message.
+// Slots waits until the model wants a message; it wants it until Handle hands one.
 func (f *Feed) Slots(ctx context.Context) (int, error) {
-	select {
-	case <-f.asked:
-		return 1, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	for {
+		f.mu.Lock()
+		wanted, changed := f.wanted, f.changed
+		f.mu.Unlock()
+		if wanted > 0 {
+			return 1, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
 }
 
@@ -88,6 +99,7 @@ func (f *Feed) Slots(ctx context.Context) (int, error) {
 func (f *Feed) Handle(_ context.Context, ds []consumer.Delivery) error {
 	f.mu.Lock()
 	f.handed += len(ds)
+	f.wanted = max(f.wanted-len(ds), 0)
 	f.mu.Unlock()
 	for _, d := range ds {
 		select {
@@ -159,12 +171,23 @@ func (f *Feed) Finish(ctx context.Context, stopping <-chan struct{}) error {
 // program is gone.
 func (f *Feed) Peek(ctx context.Context, stop error) func(*client.Message) error {
 	return func(m *client.Message) error {
-		select {
-		case <-f.asked:
-		case <-f.ended:
-			return stop
-		case <-ctx.Done():
-			return stop
+		for {
+			f.mu.Lock()
+			wanted, changed := f.wanted, f.changed
+			if wanted > 0 {
+				f.wanted--
+			}
+			f.mu.Unlock()
+			if wanted > 0 {
+				break
+			}
+			select {
+			case <-changed:
+			case <-f.ended:
+				return stop
+			case <-ctx.Done():
+				return stop
+			}
 		}
 		c := *m
 		f.send(Arrived{Msg: &c})

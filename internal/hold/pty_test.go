@@ -283,6 +283,34 @@ func TestHoldModeLeaseLostAndNodeGone(t *testing.T) {
 	}
 }
 
+// Started on an empty topic, the screen waits, and shows the message produced later:
+// a consume that found nothing is followed by another, for as long as it waits.
+func TestHoldModeShowsAMessageProducedWhileWaiting(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i")
+	s.waitScreen("waiting for a message on orders")
+	// A second consume means the first came back empty.
+	waitFor(t, "a consume after an empty one", func() bool { return b.Requests("consume") >= 2 }, s.scr.text)
+	if _, _, err := b.Produce("orders", "", []byte("late, but here")); err != nil {
+		t.Fatal(err)
+	}
+	s.waitScreen("late, but here")
+	s.press("a")
+	s.waitScreen("acked 1")
+	s.press("q")
+	if code := s.exit(); code != 0 {
+		t.Errorf("exit %d; screen:\n%s", code, s.scr.text())
+	}
+	if st := stats(t, b, "orders"); st.Acked() != 1 {
+		t.Errorf("acked %d, want 1", st.Acked())
+	}
+}
+
 // q twice while an ack is retried behind the screen (the node answers 503): the
 // second q leaves at once, and the ack it gives up is named to send again, as plain
 // sub names it at a second Ctrl-C, never dropped in silence with exit 0.
