@@ -336,28 +336,17 @@ func (f *Factory) passwordFromStdin() (string, error) {
 			return "", exitWith(ExitFailed, fmt.Errorf("cannot read the password: %v", err))
 		}
 	} else {
-		type result struct {
-			line []byte
-			err  error
-		}
-		done := make(chan result, 1)
-		go func() {
-			line, err := readFirstLine(f.IO.In, maxPasswordLine)
-			done <- result{line, err}
-		}()
-		var r result
-		select {
-		case r = <-done:
-		case <-f.Signals.Soft:
-			return "", exitWith(ExitFailed, nil) // the exit code says it
-		}
+		line, err := unlessStopped(f.Signals, func() ([]byte, error) { return readFirstLine(f.IO.In, maxPasswordLine) })
+		var stopped *exitError
 		switch {
-		case r.err != nil:
-			return "", exitWith(ExitUsage, fmt.Errorf("--password-stdin: cannot read stdin: %v", r.err))
-		case len(r.line) > maxPasswordLine:
+		case errors.As(err, &stopped): // a signal: its exit code says it
+			return "", err
+		case err != nil:
+			return "", exitWith(ExitUsage, fmt.Errorf("--password-stdin: cannot read stdin: %v", err))
+		case len(line) > maxPasswordLine:
 			return "", usageErrorf("--password-stdin: the first line of stdin is longer than a password can be")
 		}
-		pw = strings.TrimSuffix(string(r.line), "\r")
+		pw = strings.TrimSuffix(string(line), "\r")
 	}
 	if pw == "" {
 		return "", usageErrorf("--password-stdin: no password on the first line of stdin")
@@ -388,6 +377,35 @@ func readFirstLine(r io.Reader, limit int) ([]byte, error) {
 		}
 	}
 	return line, nil
+}
+
+// unlessStopped runs fn, which may wait on what no signal ends: a read of a stdin
+// that never ends, or the open of a FIFO that no one writes to. Narad turns Ctrl-C and
+// SIGTERM into a stop it looks at between steps, so waiting on fn itself would leave it
+// deaf to them until fn returned; the first signal ends the wait instead (an exitError
+// without a line: the signal's exit code says it), and fn is left to finish on its own,
+// since the command is about to exit.
+func unlessStopped[T any](s *Signals, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	var stop <-chan struct{} // nil, never ready, for a Factory without Signals
+	if s != nil {
+		stop = s.Soft
+	}
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-stop:
+		var zero T
+		return zero, exitWith(ExitFailed, nil)
+	}
 }
 
 // claimStdin is for a command about to read its input (what) from stdin: refused

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -293,8 +294,13 @@ func produceInput(opts *ProduceOptions) (src producer.Source, where string, clos
 			return nil, "", closeIn, err
 		}
 	} else {
-		file, err := os.Open(opts.File)
-		if err != nil {
+		// Opening a FIFO waits for its writer: until then a signal ends the wait.
+		file, err := unlessStopped(opts.Signals, func() (*os.File, error) { return os.Open(opts.File) })
+		var stopped *exitError
+		switch {
+		case errors.As(err, &stopped): // a signal: its exit code says it
+			return nil, "", closeIn, err
+		case err != nil:
 			return nil, "", closeIn, usageErrorf("cannot open --file: %v", unwrapPathError(err))
 		}
 		if fi, err := file.Stat(); err == nil && fi.IsDir() {

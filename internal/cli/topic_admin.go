@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -57,7 +58,7 @@ func topicEditCmd(f *Factory, run func(*TopicEditOptions) error) *cobra.Command 
 			err := cmp.Or(checkTextJSON(opts.Output), validateTopicName(opts.Topic))
 			if err == nil {
 				// Last: it may read the schema from stdin.
-				opts.Patch, err = edit.patch(cmd.Flags().Changed, f.IO.In)
+				opts.Patch, err = edit.patch(cmd.Flags().Changed, f.IO.In, f.Signals)
 			}
 			return runWith(f, opts, run, err)
 		},
@@ -80,8 +81,8 @@ type topicEditFlags struct {
 }
 
 // patch is the change the flags given (changed) ask for, checked; --schema - reads
-// the document from stdin.
-func (v *topicEditFlags) patch(changed func(string) bool, stdin io.Reader) (p client.TopicPatch, err error) {
+// the document from stdin (a signal ends the wait for it).
+func (v *topicEditFlags) patch(changed func(string) bool, stdin io.Reader, sigs *Signals) (p client.TopicPatch, err error) {
 	if changed("visibility") {
 		return p, usageErrorf("the visibility timeout of a topic cannot change after it is created " +
 			"(leases already handed out were cut to it; create a new topic with --visibility instead)")
@@ -112,7 +113,7 @@ func (v *topicEditFlags) patch(changed func(string) bool, stdin io.Reader) (p cl
 		p.MaxAckedAheadPerPartition = &v.maxAckedAhead
 	}
 	if changed("schema") {
-		if p.Schema, err = readSchema(stdin, v.schema); err != nil {
+		if p.Schema, err = readSchema(stdin, v.schema, sigs); err != nil {
 			return p, err
 		}
 	}
@@ -127,25 +128,28 @@ func (v *topicEditFlags) patch(changed func(string) bool, stdin io.Reader) (p cl
 const maxSchemaBytes = 1 << 20
 
 // readSchema reads a JSON Schema document from a file or stdin and checks it is one
-// JSON value, so a typo is exit 2 here rather than a 400 from the node.
-func readSchema(stdin io.Reader, src string) (json.RawMessage, error) {
-	var (
-		b   []byte
-		err error
-	)
-	switch src {
-	case "":
+// JSON value, so a typo is exit 2 here rather than a 400 from the node. A stdin or a
+// FIFO that gives nothing yet is waited for until a signal, not past it.
+func readSchema(stdin io.Reader, src string, sigs *Signals) (json.RawMessage, error) {
+	if src == "" {
 		return nil, usageErrorf("--schema needs a file name, or - for stdin")
-	case "-":
-		b, err = io.ReadAll(io.LimitReader(stdin, maxSchemaBytes+1))
-	default:
-		var fh *os.File
-		if fh, err = os.Open(src); err == nil {
-			b, err = io.ReadAll(io.LimitReader(fh, maxSchemaBytes+1))
-			fh.Close()
-		}
 	}
-	if err != nil {
+	b, err := unlessStopped(sigs, func() ([]byte, error) {
+		if src == "-" {
+			return io.ReadAll(io.LimitReader(stdin, maxSchemaBytes+1))
+		}
+		fh, err := os.Open(src)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		return io.ReadAll(io.LimitReader(fh, maxSchemaBytes+1))
+	})
+	var stopped *exitError
+	switch {
+	case errors.As(err, &stopped): // a signal: its exit code says it
+		return nil, err
+	case err != nil:
 		return nil, usageErrorf("cannot read --schema: %v", err)
 	}
 	if len(b) > maxSchemaBytes {

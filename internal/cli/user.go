@@ -124,8 +124,12 @@ func newPassword(e runEnv, fromStdin bool, whose string) (string, error) {
 // calls read several lines), else asked at the terminal without echo.
 func secretLine(e runEnv, fromStdin bool, prompt string) (string, error) {
 	if fromStdin {
-		line, err := readFirstLine(e.IO.In, maxPasswordLine)
-		if err != nil {
+		line, err := unlessStopped(e.Signals, func() ([]byte, error) { return readFirstLine(e.IO.In, maxPasswordLine) })
+		var stopped *exitError
+		switch {
+		case errors.As(err, &stopped): // a signal: its exit code says it
+			return "", err
+		case err != nil:
 			return "", usageErrorf("--password-stdin: cannot read stdin: %v", err)
 		}
 		return strings.TrimSuffix(string(line), "\r"), nil
