@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -190,6 +191,13 @@ func writeTopicSettings(w io.Writer, t *client.Topic) error {
 	return err
 }
 
+// topicExistsConflict is a create's 409 for a topic that is there already, told by its
+// text from the other conflicts a child's create can meet.
+func topicExistsConflict(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && strings.Contains(strings.ToLower(e.Message), "exists")
+}
+
 // orDash is s, or "-" for a table cell the node left empty.
 func orDash(s string) string {
 	if s == "" {
@@ -296,10 +304,22 @@ func topicCreateRun(opts *TopicCreateOptions) error {
 	defer done()
 	t, err := c.CreateTopic(ctx, opts.Spec)
 	if err != nil {
+		name, parent := render.Escape(opts.Spec.Name), render.Escape(opts.Spec.Parent)
 		switch client.StatusOf(err) {
 		case http.StatusConflict:
-			return exitWith(ExitFailed, fmt.Errorf("%s (topic %s exists; see narad topic info %s)",
-				describeErr(err), render.Escape(opts.Spec.Name), render.Escape(opts.Spec.Name)))
+			// A child's 409 may be its parent's refusal (a retention too short for the
+			// delay), which names no topic that exists.
+			if opts.Spec.Parent != "" && !topicExistsConflict(err) {
+				return exitWith(ExitFailed, fmt.Errorf("%s (the node refused %s as a child of %s; see narad topic info %s)",
+					describeErr(err), name, parent, parent))
+			}
+			return exitWith(ExitFailed, fmt.Errorf("%s (topic %s exists; see narad topic info %s)", describeErr(err), name, name))
+		case http.StatusNotFound:
+			// The topic is not there yet: what is missing is its parent.
+			if opts.Spec.Parent != "" && !client.IsRouteMissing(err) {
+				return exitWith(ExitFailed, fmt.Errorf("%s (no topic %s on %s; create the parent first, or see narad topic ls)",
+					describeErr(err), parent, c.BaseURL()))
+			}
 		case http.StatusBadRequest:
 			// The node's own limits (partition range and such): invalid input.
 			return exitWith(ExitUsage, fmt.Errorf("%s (see narad topic create --help)", describeErr(err)))

@@ -319,6 +319,11 @@ func topicDetachRun(opts *TopicDetachOptions) error {
 	}
 	defer done()
 	if err := c.DetachChild(ctx, opts.Parent, opts.Child); err != nil {
+		if client.StatusOf(err) == http.StatusNotFound && !client.IsRouteMissing(err) {
+			// Either topic may be the missing one, or the child not the parent's: the
+			// node's text says which; the generic hint would name the parent as missing.
+			return exitWith(ExitFailed, fmt.Errorf("%s (see narad topic children %s)", describeErr(err), parent))
+		}
 		return opts.adminFatal(c, err, opts.Parent, fmt.Sprintf("see narad topic children %s", parent))
 	}
 	return opts.report(opts.Output, struct {
