@@ -176,6 +176,24 @@ func (e runEnv) userFatal(c *client.Client, err error, name string) error {
 	return e.apiFatal(c, err, "")
 }
 
+// ownPasswordGiven refuses, before stdin is read, a run whose --password-stdin is
+// this command's own (the password being set, which shadows the global flag of the
+// same name wherever it is typed) while the caller's user has no password from
+// anywhere: `echo "$ADMIN_PW" | narad -u admin --password-stdin user add ci` would
+// make the admin's password the new user's and send the admin's request without one,
+// which no node accepts (a password is at least one byte), for a bare 401.
+func (e runEnv) ownPasswordGiven(passwordStdin bool, cmd string) error {
+	if !passwordStdin {
+		return nil
+	}
+	conn, err := e.Connection()
+	if err != nil || conn.User == "" || conn.Password != "" {
+		return nil // a bad connection is said where it is used; no user is the node's to refuse
+	}
+	return usageErrorf("%s --password-stdin is the password being set, so %s has none to sign in with "+
+		"(give it with NARAD_PASS or a saved context; stdin cannot carry both)", cmd, render.Escape(conn.User))
+}
+
 // userText is a user as user show prints it, times in UTC.
 func userText(u *client.User) string {
 	var b strings.Builder
@@ -231,6 +249,9 @@ func userAddCmd(f *Factory, run func(*UserAddOptions) error) *cobra.Command {
 }
 
 func userAddRun(opts *UserAddOptions) error {
+	if err := opts.ownPasswordGiven(opts.PasswordStdin, "user add"); err != nil {
+		return err
+	}
 	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, render.Escape(opts.Name))
 	if err != nil {
 		return err
@@ -427,6 +448,9 @@ func userPasswdCmd(f *Factory, run func(*UserPasswdOptions) error) *cobra.Comman
 }
 
 func userPasswdRun(opts *UserPasswdOptions) error {
+	if err := opts.ownPasswordGiven(opts.PasswordStdin, "user passwd"); err != nil {
+		return err
+	}
 	name := render.Escape(opts.Name)
 	var current string
 	if opts.Current {
