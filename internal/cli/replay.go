@@ -121,6 +121,11 @@ func (opts *ReplayOptions) resolve(cmd *cobra.Command, args []string, typed *rep
 			return usageErrorf("--offset must be 0 or more")
 		}
 		opts.Offset = &typed.offset
+		if opts.To != nil && *opts.To < *opts.Offset {
+			// Nothing lies between them: an empty read with exit 0 would pass for
+			// "nothing there" (as an until before since is refused).
+			return usageErrorf("--to %d is before --offset %d (--to is the last offset to read, inclusive)", *opts.To, *opts.Offset)
+		}
 	}
 	if err := startConflicts(changed, "offset"); err != nil {
 		return err
