@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,7 +99,8 @@ func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 			"the high watermarks, consume from the growth of the messages acked as the metrics\n" +
 			"count them (messages produced, less lag, plus acked ahead). On a terminal the\n" +
 			"table is redrawn in place with the time of the last refresh; a node that cannot\n" +
-			"be reached is shown as such and tried again; arrows scroll, q or Ctrl-C quits\n" +
+			"be reached is shown as such and tried again (credentials it refuses, 401, end\n" +
+			"the watch at once: exit 1); arrows scroll, q or Ctrl-C quits\n" +
 			"(exit 0). Elsewhere each refresh is printed whole: a line \"at HH:MM:SS (every D)\",\n" +
 			"the table and a blank line; with -o json, one line a refresh:\n" +
 			"  {\"time\",\"topics\":[{...,\"produce_per_sec\"?,\"consume_per_sec\"?}],\n" +
@@ -184,11 +186,21 @@ func statusRun(opts *StatusOptions) error {
 		}
 	}
 	rows, _, merr := readStatus(ctx, c, names)
+	if err := credentialsRefused(rows, merr); err != nil {
+		return opts.apiFatal(c, err, "")
+	}
 
 	if opts.Output == "json" {
-		return opts.printJSON(struct {
+		if err := opts.printJSON(struct {
 			Topics []TopicStatus `json:"topics"`
-		}{nonNil(rows)})
+		}{nonNil(rows)}); err != nil {
+			return err
+		}
+		if len(rows) > 0 && allFailed(rows) {
+			// As in text: nothing could be read, whatever the document says per topic.
+			return exitWith(ExitFailed, nil)
+		}
+		return nil
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no topics (create one with narad topic create NAME)")
@@ -213,6 +225,33 @@ func statusRun(opts *StatusOptions) error {
 		return exitWith(ExitFailed, nil)
 	}
 	return nil
+}
+
+// credentialsRefused is the first 401 a look met, a topic's or the metrics': the
+// node refuses the credentials, not a topic, so the command fails at once with the
+// credentials hint rather than show rows of dashes, or, watching and waiting, ask
+// again every interval (a real node locks a user name out after five failed logins,
+// for every worker that uses it).
+func credentialsRefused(rows []TopicStatus, merr error) error {
+	for _, r := range rows {
+		if client.StatusOf(r.err) == http.StatusUnauthorized {
+			return r.err
+		}
+	}
+	if client.StatusOf(merr) == http.StatusUnauthorized {
+		return merr
+	}
+	return nil
+}
+
+// allFailed reports whether no topic of rows could be read.
+func allFailed(rows []TopicStatus) bool {
+	for _, r := range rows {
+		if r.Error == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // topicNames lists every topic's name.

@@ -79,6 +79,9 @@ func watchTerminal(ctx context.Context, opts *StatusOptions, w *watcher, first w
 		case <-resized:
 			v.resize(terminalSize(out))
 		case s := <-samples:
+			if err := refusedEnd(opts, w, s); err != nil {
+				return err // said once the screen is given back
+			}
 			v.resize(terminalSize(out)) // where no resize signal comes (Windows)
 			v.update(s)
 			if end.done() {

@@ -60,6 +60,9 @@ var errWaitUnknown = errors.New("cannot tell")
 // wrapping errWaitUnknown, a topic's, the node's) topic is the topic it is about
 // ("" for the node's).
 func waitLook(rows []TopicStatus, merr error) (state []waitTopic, topic string, err error) {
+	if err := credentialsRefused(rows, merr); err != nil {
+		return nil, "", err // the credentials, not the metrics grant
+	}
 	if merr != nil {
 		if st := client.StatusOf(merr); st == http.StatusUnauthorized || st == http.StatusForbidden || st == http.StatusNotFound {
 			return nil, "", fmt.Errorf("%w: the node's /metrics cannot be read (%s), and only they say what is ready or in flight "+

@@ -95,6 +95,9 @@ func (w *watcher) look(ctx context.Context) watchSample {
 		w.names, w.relist, w.listedSet = names, false, nil
 	}
 	rows, m, merr := readStatus(ctx, w.c, w.names)
+	if err := credentialsRefused(rows, merr); err != nil {
+		return watchSample{At: s.At, Err: err}
+	}
 	s.Rows, s.MetricsErr = rows, merr
 	if len(rows) > 0 && allUnreached(rows) {
 		return watchSample{At: s.At, Err: rows[0].err}
@@ -280,7 +283,19 @@ func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSam
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err := refusedEnd(opts, w, s); err != nil {
+			return err
+		}
 	}
+}
+
+// refusedEnd ends a watch whose refresh had its credentials refused (401): asking
+// again every interval would only lock the user name out. Nil for any other sample.
+func refusedEnd(opts *StatusOptions, w *watcher, s watchSample) error {
+	if client.StatusOf(s.Err) != http.StatusUnauthorized {
+		return nil
+	}
+	return opts.apiFatal(w.c, s.Err, "")
 }
 
 // watchLine is one refresh in -o json.

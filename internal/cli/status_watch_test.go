@@ -103,11 +103,17 @@ func TestWaitLook(t *testing.T) {
 	if _, topic, err := waitLook([]TopicStatus{row("a", 0, nil)}, nil); !errors.Is(err, errWaitUnknown) || topic != "a" {
 		t.Errorf("no series: %v (topic %q)", err, topic)
 	}
-	for _, st := range []int{401, 403, 404} {
+	for _, st := range []int{403, 404} {
 		merr := &client.Error{Op: client.OpMetrics, Status: st, Message: "no"}
 		if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, merr); !errors.Is(err, errWaitUnknown) {
 			t.Errorf("metrics %d: %v", st, err)
 		}
+	}
+	// A 401 is the credentials, not the metrics grant: that error, which waiting
+	// cannot fix.
+	merr401 := &client.Error{Op: client.OpMetrics, Status: 401, Message: "no"}
+	if _, _, err := waitLook([]TopicStatus{row("a", 0, empty)}, merr401); err != merr401 || retryable(err) {
+		t.Errorf("metrics 401: %v", err)
 	}
 	// A node that answers 503 for a moment may do better at the next look.
 	merr := &client.Error{Op: client.OpMetrics, Status: 503, Message: "busy"}
