@@ -126,8 +126,13 @@ func statusWaitEmpty(opts *StatusOptions) error {
 		}
 		state, topic, err := waitLook(rows, merr)
 		if err != nil && chans.Closed(timedOut) {
-			// The timeout cut this look short: what it got is not an answer.
-			return waitTimedOut(opts, last, errors.New("no answer before --timeout ran out"), opts.Now().Sub(start))
+			// The timeout cut this look short: what it got is not an answer, nor a
+			// failure of the node's. Only when no look ever answered is that worth
+			// saying; otherwise the last answer (and the last real failure) stand.
+			if last == nil && lastErr == nil {
+				lastErr = errors.New("no answer before --timeout ran out")
+			}
+			return waitTimedOut(opts, last, lastErr, opts.Now().Sub(start))
 		}
 		switch {
 		case errors.Is(err, errWaitUnknown):

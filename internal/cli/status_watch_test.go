@@ -492,3 +492,52 @@ func TestWatchFirstLookTooLongHasAHint(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
 	}
 }
+
+// TestWaitEmptyTimeoutDuringALookKeepsTheLastAnswer: --timeout that comes while a
+// look is on its way reports what the last look that answered saw, and not that
+// the look "failed": it was only cut short (the look in flight is the usual case
+// with a short --interval).
+func TestWaitEmptyTimeoutDuringALookKeepsTheLastAnswer(t *testing.T) {
+	b, err := devbroker.New(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Produce("t", "", []byte("left")); err != nil {
+		t.Fatal(err)
+	}
+	timeout := make(chan time.Time, 1)
+	var hits atomic.Int32
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) <= 2 { // the first look: the topic, then the metrics
+			b.Handler().ServeHTTP(w, r)
+			return
+		}
+		// The second look: the timeout comes while it waits for the answer.
+		select {
+		case timeout <- time.Now():
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	defer node.Close()
+
+	ios, _, _, errOut := iostreams.Test()
+	env := map[string]string{"NARAD_CONFIG": t.TempDir() + "/config.yaml", "NARAD_ADDR": node.URL}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	f.root = NewRootCmd(f)
+	opts := &StatusOptions{WaitEmpty: true, Topics: []string{"t"}, Interval: time.Second, Timeout: time.Minute, Output: "text",
+		after: func(d time.Duration) <-chan time.Time {
+			if d == time.Minute {
+				return timeout
+			}
+			ch := make(chan time.Time, 1)
+			ch <- time.Now() // the interval has passed: nothing sleeps
+			return ch
+		}}
+	opts.runEnv = f.runEnv()
+	err = statusRun(opts)
+	const want = "timed out after 1m0s, still there: t: 1 ready"
+	if exitCodeFor(err) != ExitTimeout || err == nil || err.Error() != want {
+		t.Errorf("exit %d, %v (stderr %q); want 3 and %q", exitCodeFor(err), err, errOut, want)
+	}
+}
