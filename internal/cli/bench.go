@@ -342,7 +342,7 @@ func printBenchHistograms(e runEnv, names []string, phases []*bench.Phase) error
 		title := fmt.Sprintf("%s latency, %s", strings.ToLower(names[i]), plural(p.Requests, "request"))
 		_, err := io.WriteString(e.IO.Out, "\n")
 		if err == nil {
-			err = render.Histogram(e.IO.Out, s, title, histogramBars(p))
+			err = render.Histogram(e.IO.Out, s, title, histogramBars(p), e.IO.StdoutWidth())
 		}
 		if err != nil {
 			return outputDone(err)

@@ -314,3 +314,34 @@ func TestBucketLabel(t *testing.T) {
 		}
 	}
 }
+
+// A terminal narrower than 80 columns draws the histograms as narrow as it is, not
+// at 80 columns that the terminal wraps into bars twice as many.
+func TestBenchHistogramFitsANarrowTerminal(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ios, _, out, errOut := iostreams.Test()
+	ios.SetTTY(true, true, true)
+	ios.SetWidth(44)
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "config.yaml")}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	if code := Run(f, []string{"bench", "t", "--count", "200", "--consume", "--color", "never", "-s", b.URL()}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	bars := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		if !strings.Contains(l, "│") || strings.ContainsAny(l, "╭╰├") || strings.HasPrefix(l, "│") {
+			continue // the table's lines
+		}
+		bars++
+		if w := utf8.RuneCountInString(l); w > 44 {
+			t.Errorf("a histogram line of %d columns on a terminal of 44: %q", w, l)
+		}
+	}
+	if bars == 0 {
+		t.Fatalf("no histogram:\n%s", out)
+	}
+}

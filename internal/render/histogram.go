@@ -16,19 +16,25 @@ type HistogramBar struct {
 }
 
 // HistogramWidth is the widest a histogram line is: it fits an 80-column terminal.
+// A narrower terminal draws it narrower (Histogram's width).
 const HistogramWidth = 80
 
 // eighths draw a bar's last cell to an eighth of a cell.
 var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
 
-// Histogram draws a title and one line per bar, none wider than HistogramWidth:
+// Histogram draws a title and one line per bar, none wider than width (at most
+// HistogramWidth; 0 means that) where the label, count and marks leave a bar room, so
+// that a narrow terminal does not wrap the bars:
 //
 //	label │██████████▌   count  p50
 //
 // Bars are in proportion to the largest count (which fills the bar's room); a bucket
 // with any count shows at least an eighth of a cell, so a rare slow request is never
 // invisible.
-func Histogram(w io.Writer, s Styles, title string, bars []HistogramBar) error {
+func Histogram(w io.Writer, s Styles, title string, bars []HistogramBar, width int) error {
+	if width <= 0 || width > HistogramWidth {
+		width = HistogramWidth
+	}
 	labelW, countW, marksW := 0, 1, 0
 	var most int64
 	for _, b := range bars {
@@ -38,7 +44,7 @@ func Histogram(w io.Writer, s Styles, title string, bars []HistogramBar) error {
 		most = max(most, b.Count)
 	}
 	// label, " │", bar, " ", count, then "  " and the marks when any bar has them.
-	room := HistogramWidth - labelW - 2 - 1 - countW
+	room := width - labelW - 2 - 1 - countW
 	if marksW > 0 {
 		room -= 2 + marksW
 	}

@@ -11,7 +11,7 @@ import (
 func drawHistogram(t *testing.T, color bool, bars []HistogramBar) []string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := Histogram(&buf, NewStyles(&buf, color), "produce latency, 1000 requests", bars); err != nil {
+	if err := Histogram(&buf, NewStyles(&buf, color), "produce latency, 1000 requests", bars, 0); err != nil {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -76,5 +76,30 @@ func TestHistogramFitsAndMarks(t *testing.T) {
 	colored := strings.Join(drawHistogram(t, true, bars), "\n")
 	if !strings.Contains(colored, "\x1b[36m█") || !strings.Contains(colored, "\x1b[1;33mp50") {
 		t.Errorf("no styled bars or marks: %q", colored)
+	}
+}
+
+// A terminal narrower than 80 columns gets bars as narrow as it is: a wrapped bar
+// reads as two.
+func TestHistogramFitsANarrowWidth(t *testing.T) {
+	bars := []HistogramBar{
+		{Label: "500µs–1ms", Count: 1},
+		{Label: "1–2ms", Count: 40, Marks: []string{"p50"}},
+		{Label: "2–5ms", Count: 2, Marks: []string{"p95", "p99"}},
+	}
+	var buf bytes.Buffer
+	if err := Histogram(&buf, NewStyles(&buf, false), "latency", bars, 40); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	for _, l := range lines {
+		if w := lipgloss.Width(l); w > 40 {
+			t.Errorf("a line of %d columns in 40: %q", w, l)
+		}
+	}
+	// The largest count still fills the room: the p95 line, with the longest marks,
+	// is exactly as wide as the terminal.
+	if w := lipgloss.Width(lines[3]); w != 40 {
+		t.Errorf("p95 line %d columns, want 40: %q", w, lines[3])
 	}
 }
