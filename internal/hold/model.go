@@ -129,11 +129,15 @@ func (a action) doing() string {
 
 // entry is one message on or waiting for the screen.
 type entry struct {
-	h     Held
-	m     *client.Message
-	seen  int
-	busy  action // a request on its way for it, 0 when none
-	since time.Time
+	h    Held
+	m    *client.Message
+	seen int
+	busy action // a settlement (or the dead-letter produce) on its way, 0 when none
+	// extending: an extend asked with e is on its way. It is not a settlement, so it
+	// never holds one up: a node that refuses extends (503, retried for up to 30s)
+	// may still take the ack the person decided on, before the lease runs out.
+	extending bool
+	since     time.Time
 	// final: settled (or lost) for good; all that is left is to move on.
 	final bool
 	note  string
@@ -265,7 +269,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.now = time.Time(msg)
 		return m, tea.Batch(m.tick(), m.checkLeases())
 	case spinMsg:
-		if !m.busy() {
+		if !m.busy() && !m.extending() {
 			m.spinning = false
 			return m, nil // the spinner stops until something is on its way again
 		}
@@ -295,6 +299,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.key(msg)
 	}
 	return m, nil
+}
+
+// extending reports whether an extend is on its way for any message.
+func (m *Model) extending() bool {
+	for _, e := range m.queue {
+		if e.extending {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Model) busy() bool {
@@ -359,7 +373,11 @@ func (m Model) stop() (tea.Model, tea.Cmd) {
 // settle starts a's request for e: e is busy until its result comes back, and no
 // other key can send one for it meanwhile.
 func (m *Model) settle(e *entry, a action) tea.Cmd {
-	e.busy = a
+	if a == actExtend {
+		e.extending = true
+	} else {
+		e.busy = a
+	}
 	h := e.h
 	run := func() tea.Msg {
 		var err error
@@ -406,7 +424,15 @@ func (m *Model) settle(e *entry, a action) tea.Cmd {
 
 func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
 	e := r.e
-	e.busy = 0
+	if r.act == actExtend {
+		e.extending = false
+		if e.final || e.busy != 0 {
+			// Settled, or being settled, meanwhile: that answer says what became of it.
+			return m, m.andQuit(nil)
+		}
+	} else {
+		e.busy = 0
+	}
 	m.note = "" // what the client said while it was on its way is answered now
 	var cmds []tea.Cmd
 	switch r.act {
@@ -532,7 +558,7 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			// A second q: leave now; the run gives back what is left and gives up the
 			// settlements still retried, which the summary counts as not confirmed.
 			for _, e := range append(append([]*entry(nil), m.queue...), m.skip...) {
-				if e.busy != 0 && e.busy != actExtend && e.busy != actProduce {
+				if e.busy != 0 && e.busy != actProduce {
 					m.tally.failed++
 				}
 			}
@@ -595,6 +621,9 @@ func (m Model) decide(k tea.KeyPressMsg, e *entry) (tea.Model, tea.Cmd) {
 		return m, nil
 	case e.busy != 0:
 		m.note = "wait: " + e.busy.doing()
+		return m, nil
+	case e.extending && key.Matches(k, m.keys.Extend):
+		m.note = "wait: " + actExtend.doing()
 		return m, nil
 	case e.final:
 		if skip || key.Matches(k, m.keys.Nack) {
@@ -758,6 +787,8 @@ func (m Model) noteLine(e *entry) string {
 		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " quitting once the node answers (q again to give up and quit now)")
 	case e != nil && e.busy != 0:
 		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " " + e.busy.doing() + "… (retried in the background while the node answers 502/503)")
+	case e != nil && e.extending:
+		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " " + actExtend.doing() + "… (retried in the background; a n s d still work)")
 	case m.node != "":
 		return st.Failure.Render(m.node)
 	case m.note != "":

@@ -546,3 +546,28 @@ func TestNoticesGoToTheNoteLine(t *testing.T) {
 		t.Errorf("screen after the ack's answer:\n%s", v)
 	}
 }
+
+// An extend on its way (a node answering 503 to extends retries it for up to 30s)
+// never holds up a decision: a takes the ack at once, and the extend's answer that
+// comes after it changes nothing (settled once, counted once).
+func TestAckWhileAnExtendIsOnItsWay(t *testing.T) {
+	h := newHarness(t, nil)
+	f := &fakeHeld{m: msgOf(`{"n":1}`, 0), renewed: t0}
+	h.arrive(f)
+	m, extend := h.m.Update(tea.KeyPressMsg{Code: 'e', Text: "e"})
+	h.m = m.(Model)
+	if !strings.Contains(h.view(), "extending the lease") {
+		t.Fatalf("no extend on its way:\n%s", h.view())
+	}
+	h.key("a")
+	if got := f.got(); got != "ack" {
+		t.Fatalf("a while extending: calls %q, want the ack sent", got)
+	}
+	h.run(extend) // the extend answers only now
+	if got := f.got(); got != "ack,extend" || h.done != 1 || h.m.Tally().acked != 1 || h.m.Tally().lost != 0 {
+		t.Errorf("calls %q, done %d, tally %+v: want one ack, settled and counted once", got, h.done, h.m.Tally())
+	}
+	if h.asked != 2 || !strings.Contains(h.view(), "waiting for a message") {
+		t.Errorf("after the ack: asked %d\n%s", h.asked, h.view())
+	}
+}
