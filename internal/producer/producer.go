@@ -605,11 +605,12 @@ func perMessage(status int) bool {
 	return false
 }
 
-// ambiguity is what a failed request left behind: a 4xx answer stored nothing, and a
-// refused connection never reached the node; anything else (a 5xx after the retries,
-// a timeout, a dropped connection) may have stored the messages.
+// ambiguity is what a failed request left behind: a 4xx answer stored nothing, nor did
+// a 3xx (a redirect, which the client never follows: the request was sent elsewhere, not
+// taken), and a refused connection never reached the node; anything else (a 5xx after
+// the retries, a timeout, a dropped connection) may have stored the messages.
 func ambiguity(err error) outcome {
-	if s := client.StatusOf(err); (s >= 400 && s < 500) || errors.Is(err, syscall.ECONNREFUSED) {
+	if s := client.StatusOf(err); (s >= 300 && s < 500) || errors.Is(err, syscall.ECONNREFUSED) {
 		return unsent
 	}
 	return unknown

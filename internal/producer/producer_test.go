@@ -249,6 +249,8 @@ func TestFatal(t *testing.T) {
 	}{
 		{&client.Error{Status: 401, Message: "authentication required"}, false},
 		{&client.Error{Status: 404, Message: `topic "t" not found`}, false},
+		// A redirect is not followed: the node pointed elsewhere and stored nothing.
+		{&client.Error{Status: 307, Message: "redirect to http://other:7942/v1/topics/t/produce/batch"}, false},
 		{&client.Error{Status: 503, Message: "owner unavailable"}, true},
 		{fmt.Errorf("produce: %w", syscall.ECONNREFUSED), false},
 		{errors.New("produce: connection reset"), true},
