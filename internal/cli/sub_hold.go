@@ -67,6 +67,13 @@ func holdRun(opts *SubOptions) error {
 		return opts.apiFatal(c, err, opts.Topic)
 	}
 	lease := t.VisibilityTimeout()
+	if p := opts.Partition; p != nil && t.Partitions > 0 && *p >= t.Partitions {
+		// Said before the screen opens, as a topic that is not there is: the node's
+		// 400 (or replay's check) came only once the screen was up, after a summary of
+		// a run that never started.
+		return usageErrorf("%v: topic %s has partitions 0..%d, not %d", replay.ErrNoSuchPartition,
+			render.Escape(opts.Topic), t.Partitions-1, *p)
+	}
 	if err := opts.checkDeadLetter(c, opts.DeadLetter); err != nil {
 		return err
 	}

@@ -311,6 +311,37 @@ func TestHoldModeShowsAMessageProducedWhileWaiting(t *testing.T) {
 	}
 }
 
+// A partition the topic does not have is refused before the screen opens: no full
+// screen flashed, no summary of a run that never started.
+func TestHoldModeNoSuchPartitionBeforeTheScreen(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, peek := range []bool{false, true} {
+		args := []string{"sub", "orders", "-i", "--partition", "9"}
+		if peek {
+			args = append(args, "--peek")
+		}
+		s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, args...)
+		if code := s.exit(); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+		raw := string(s.scr.rawBytes())
+		if strings.Contains(raw, "\x1b[?1049h") || strings.Contains(raw, "acked 0") || strings.Contains(raw, "seen 0") {
+			t.Errorf("%v: the screen opened: %q", args, raw)
+		}
+		if !strings.Contains(raw, "narad: no such partition: topic orders has partitions 0..2, not 9\r\n") {
+			t.Errorf("%v: %q", args, raw)
+		}
+	}
+	if n := b.Requests("consume"); n != 0 {
+		t.Errorf("%d consumes", n)
+	}
+}
+
 // q twice while an ack is retried behind the screen (the node answers 503): the
 // second q leaves at once, and the ack it gives up is named to send again, as plain
 // sub names it at a second Ctrl-C, never dropped in silence with exit 0.
