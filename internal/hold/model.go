@@ -842,5 +842,11 @@ func (m Model) leaseText(e *entry) string {
 		// Extends are tried every tick, but none was confirmed for a whole lease.
 		return "lease ran out: no extend confirmed, it may be delivered again"
 	}
+	if m.now.Sub(renewed) > 2*m.o.Lease/3 {
+		// The keeper extends at a third of the lease and gives each extend a third to
+		// answer: past two thirds with none confirmed, the extends are failing (a node
+		// gone, 503s), and "kept" would be a promise the node is not keeping.
+		return fmt.Sprintf("lease %s left, extends not confirmed (retried)", left.Round(time.Second/10).String())
+	}
 	return fmt.Sprintf("lease %s left, kept", left.Round(time.Second/10).String())
 }

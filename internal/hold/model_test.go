@@ -571,3 +571,19 @@ func TestAckWhileAnExtendIsOnItsWay(t *testing.T) {
 		t.Errorf("after the ack: asked %d\n%s", h.asked, h.view())
 	}
 }
+
+// The countdown says "kept" only while the keeper's extends are confirmed: past two
+// thirds of the lease with none (the node gone, extends answered 503) it says so.
+func TestLeaseNotKeptWhenExtendsFail(t *testing.T) {
+	h := newHarness(t, nil) // a 30s lease
+	f := &fakeHeld{m: msgOf("x", 0), renewed: t0.Add(-5 * time.Second)}
+	h.arrive(f)
+	if v := h.view(); !strings.Contains(v, "lease 25s left, kept") {
+		t.Fatalf("just extended:\n%s", v)
+	}
+	f.renewed = t0.Add(-22 * time.Second) // the extend due at 10s never confirmed
+	h.send(tickMsg(t0))
+	if v := h.view(); strings.Contains(v, "kept") || !strings.Contains(v, "lease 8s left, extends not confirmed") {
+		t.Errorf("no extend confirmed for 22s of a 30s lease:\n%s", v)
+	}
+}
