@@ -226,6 +226,11 @@ func holdPeek(c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan 
 		cancel()
 	}()
 	_, err := replay.Run(ctx, c, ro, feed.Peek(ctx, replay.ErrStop))
+	if err == nil {
+		// The reads ended (--count, --until): the last message stays on screen until
+		// the person moves past it or quits.
+		feed.MovedOn(ctx)
+	}
 	switch {
 	case ctx.Err() != nil, errors.Is(err, replay.ErrStop):
 		return nil

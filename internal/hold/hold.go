@@ -166,6 +166,28 @@ func (f *Feed) Finish(ctx context.Context, stopping <-chan struct{}) error {
 	}
 }
 
+// MovedOn returns once the model asked for a message after the last one handed (the
+// person moved past it), the program is gone, or ctx is done: a --peek run whose
+// reads ended (--count, --until) waits for it, so that its last message is shown for
+// as long as the person looks at it, not closed the moment it arrives.
+func (f *Feed) MovedOn(ctx context.Context) {
+	for {
+		f.mu.Lock()
+		wanted, changed := f.wanted, f.changed
+		f.mu.Unlock()
+		if wanted > 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-f.ended:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // Peek returns the emit function of a replay run for --peek -i: each message waits
 // until the model asked for one, then goes to the screen; replay stops once the
 // program is gone.

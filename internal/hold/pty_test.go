@@ -342,6 +342,37 @@ func TestHoldModeNoSuchPartitionBeforeTheScreen(t *testing.T) {
 	}
 }
 
+// --peek -i --count 2: the second message stays on screen until the person moves
+// past it, rather than the screen closing the moment it arrives.
+func TestHoldModePeekShowsTheLastMessageOfACount(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, p := range []string{"first", "second", "third"} {
+		if _, _, err := b.Produce("orders", "k", []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--peek", "--from-beginning", "--count", "2")
+	s.waitScreen("first")
+	s.press("s")
+	s.waitScreen("second")
+	s.press("?") // still there to answer keys
+	s.waitScreen("narad sub orders -i: keys")
+	s.press("?")
+	s.waitScreen("second")
+	s.press("s")
+	if code := s.exit(); code != 0 {
+		t.Errorf("exit %d; screen:\n%s", code, s.scr.text())
+	}
+	if after := s.scr.afterScreen(); !strings.Contains(after, "seen 2, took nothing\r\n") {
+		t.Errorf("summary: %q", after)
+	}
+}
+
 // q twice while an ack is retried behind the screen (the node answers 503): the
 // second q leaves at once, and the ack it gives up is named to send again, as plain
 // sub names it at a second Ctrl-C, never dropped in silence with exit 0.
