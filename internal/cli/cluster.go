@@ -151,7 +151,7 @@ func clusterDecommissionCmd(f *Factory, run func(*ClusterDecommissionOptions) er
 			"With -o json: the node's verdict for --dry-run, else {\"id\":ID,\n" +
 			"\"decommission\":\"started\"|\"cancelled\"}.",
 		Example: "  narad cluster decommission node-3 --dry-run\n  narad cluster decommission node-3 --yes && narad cluster moves",
-		Args:    exactArgs(1, "one member id (see narad cluster members)"),
+		Args:    exactArgs(1, "one member id, as narad cluster members lists it"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if err := checkTextJSON(opts.Output); err != nil {

@@ -101,7 +101,7 @@ Exit 0 when all were settled, 4 when some leases were gone (and nothing else fai
 2 when some handle was malformed (a 400; nothing but gone leases besides), 1 on any
 other failure.`,
 		Example: settleExamples[name],
-		Args:    minArgs(1, "a topic and receipt handles (or - for stdin)"),
+		Args:    minArgs(1, "a topic and receipt handles, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic, opts.Handles = args[0], args[1:]
 			var stdin error

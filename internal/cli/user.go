@@ -265,7 +265,11 @@ func userAddRun(opts *UserAddOptions) error {
 	if err != nil {
 		return opts.userFatal(c, err, opts.Name)
 	}
-	return opts.report(opts.Output, u, "added user %s (%s)", render.Escape(opts.Name), formatGrants(u.Grants))
+	grants := formatGrants(u.Grants)
+	if len(u.Grants) == 0 {
+		grants = "no grants" // not "((none))"
+	}
+	return opts.report(opts.Output, u, "added user %s (%s)", render.Escape(opts.Name), grants)
 }
 
 // --- user ls ---
