@@ -33,9 +33,9 @@ func (opts *SubOptions) validateHold(changed func(string) bool) error {
 	case opts.Peek && opts.DeadLetter != "":
 		return usageErrorf("--dead-letter does not apply to --peek -i (it takes nothing)")
 	}
-	// --rate and --shutdown-grace pace and bound a stream; the keys pace hold mode, and
-	// q gives back what is held at once.
-	for _, name := range append([]string{"max", "drain", "rate", "shutdown-grace"}, outputFlagNames...) {
+	// --rate paces a stream; the keys pace hold mode. --shutdown-grace applies: after a
+	// signal it bounds the acks still being retried, as in plain sub.
+	for _, name := range append([]string{"max", "drain", "rate"}, outputFlagNames...) {
 		if name != "utc" && changed(name) {
 			return usageErrorf("--%s does not apply to -i (one message at a time, on the screen)", name)
 		}
@@ -193,12 +193,17 @@ func (s *holdScreen) close(opts *SubOptions, lines *screenLines) error {
 
 // holdConsume takes one message at a time for the screen.
 func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *holdScreen) (consumer.Result, error) {
+	// After the first signal an ack still retried gets --shutdown-grace, as in plain
+	// sub, not the client's whole retry budget: the screen has no key left to end it.
+	ran := make(chan struct{})
+	defer close(ran)
 	co := consumer.Options{
 		Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
 		Count: opts.Count, Timeout: opts.Timeout, Stop: s.stop,
-		// Once the screen is gone (a second q) nobody waits for an ack still retried:
-		// it is given up at once, and named to send again (Result.Unconfirmed).
-		Abandon: s.ended,
+		// Once the screen is gone (a second q) or the grace is over, nobody waits for
+		// an ack still retried: it is given up at once, and named to send again
+		// (Result.Unconfirmed).
+		Abandon: either(s.ended, opts.Signals.Grace(opts.ShutdownGrace, ran)),
 		// The same keeper as plain sub's: a message on screen is extended at a third
 		// of its lease for as long as it is there.
 		Lease: lease,
@@ -208,6 +213,20 @@ func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *hol
 		OnNodeBack: func() { s.p.Send(hold.NodeBack{}) },
 	}
 	return consumer.Run(opts.Signals.Hard, c, s.feed, co)
+}
+
+// either is closed once a or b is. Its goroutine ends with the run: a is the
+// screen's end, which every run reaches.
+func either(a, b <-chan struct{}) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		select {
+		case <-a:
+		case <-b:
+		}
+	}()
+	return ch
 }
 
 // holdPeek feeds the screen from replay reads of the partitions' tails: nothing is

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -649,5 +650,40 @@ func (s *screen) erase(r0, c0, r1, c1 int) {
 		for c := from; c <= to; c++ {
 			s.cells[r][c] = ' '
 		}
+	}
+}
+
+// A signal while an ack is being retried: the ack gets --shutdown-grace, not the
+// client's two-minute budget, then it is named for pasting and the exit is 143, as
+// plain sub does.
+func TestHoldModeSignalBoundsARetriedAckByTheGrace(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	part, _, err := b.Produce("orders", "", []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--shutdown-grace", "1s")
+	s.waitScreen("orders  p" + strconv.Itoa(part) + " @0")
+	b.FailNext("ack", 1_000_000, 503)
+	s.press("a")
+	s.waitScreen("acking…")
+	waitFor(t, "a retried ack", func() bool { return b.Requests("ack") >= 2 }, s.scr.text)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// No second signal and no key: only the grace ends the wait (exit waits 20s,
+	// far less than the retry budget).
+	if code := s.exit(); code != 143 {
+		t.Errorf("exit %d, want 143; screen:\n%s", code, s.scr.text())
+	}
+	after := s.scr.afterScreen()
+	want := "narad: 1 ack not confirmed by the node; to send again, paste:\r\nnarad ack orders - <<'EOF'\r\n" + strconv.Itoa(part) + ":0:"
+	if !strings.Contains(after, want) {
+		t.Errorf("after the screen, no %q in:\n%s", want, after)
 	}
 }
