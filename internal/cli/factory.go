@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,9 @@ type runEnv struct {
 	// ServerFlag and ContextFlag are --server and --context as typed ("" when not
 	// given), for the commands a run prints to be pasted.
 	ServerFlag, ContextFlag string
+	// ConfigFlag is --config as typed ("" when not given): what the commands a run
+	// starts or prints must name to read the same file.
+	ConfigFlag string
 
 	// export is the compiled --jq of the running command, nil without one (export.go).
 	export *render.JQ
@@ -128,6 +132,7 @@ func (f *Factory) runEnv() runEnv {
 		StdinTaken:  f.global.passwordStdin,
 		ServerFlag:  f.global.server,
 		ContextFlag: f.global.context,
+		ConfigFlag:  f.global.configPath,
 		export:      f.export,
 		tune:        f.tune,
 	}
@@ -406,6 +411,42 @@ func unlessStopped[T any](s *Signals, fn func() (T, error)) (T, error) {
 		var zero T
 		return zero, exitWith(ExitFailed, nil)
 	}
+}
+
+// commandEnv is the environment of the commands narad runs per message: its own, with
+// NARAD_CONTEXT and NARAD_CONFIG set when --context and --config chose them, so that a
+// command's own narad (narad extend "$NARAD_TOPIC" "$NARAD_RECEIPT_HANDLE") reaches the
+// node (NARAD_ADDR) as this run does; without them it read the current context of the
+// default file and, that context being another server's, sent no credentials (401). No
+// credential goes in the environment: the context's are read where they are kept, and
+// sent only to its own server.
+func (e runEnv) commandEnv(environ []string) []string {
+	set := map[string]string{}
+	if e.ContextFlag != "" {
+		set["NARAD_CONTEXT"] = e.ContextFlag
+	}
+	if e.ConfigFlag != "" {
+		path, err := filepath.Abs(e.ConfigFlag) // the command may run elsewhere
+		if err != nil {
+			path = e.ConfigFlag
+		}
+		set["NARAD_CONFIG"] = path
+	}
+	if len(set) == 0 {
+		return nil // the supervisor's default: narad's own environment
+	}
+	env := make([]string, 0, len(environ)+len(set))
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); set[name] == "" {
+			env = append(env, kv)
+		}
+	}
+	for _, name := range []string{"NARAD_CONTEXT", "NARAD_CONFIG"} {
+		if v := set[name]; v != "" {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
 }
 
 // claimStdin is for a command about to read its input (what) from stdin: refused

@@ -49,6 +49,10 @@ func (e runEnv) writeUnconfirmed(topic string, ps []pendingSettle) {
 			prefix += " --server " + shellWord(config.RedactURL(conn.Server))
 		}
 	}
+	if e.ConfigFlag != "" {
+		// Escaped first: a path is the user's typing, and must not drive the terminal.
+		prefix += " --config " + shellWord(render.Escape(e.ConfigFlag))
+	}
 	if e.ContextFlag != "" {
 		prefix += " --context " + shellWord(e.ContextFlag)
 	}

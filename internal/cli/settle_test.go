@@ -290,6 +290,14 @@ func TestWriteUnconfirmedPastesCleanly(t *testing.T) {
 	if errOut.Len() != 0 {
 		t.Errorf("nothing to list printed %q", errOut.String())
 	}
+	// A run with --config and --context names them, so the paste reads the same file
+	// and context (the current context of the default file may be another server's).
+	errOut.Reset()
+	f.global.configPath, f.global.context = "my conf.yaml", "prod"
+	f.runEnv().writeUnconfirmed("orders", []pendingSettle{{"ack", "4:0:1"}})
+	if got, want := errOut.String(), "narad --config 'my conf.yaml' --context prod ack orders - <<'EOF'\n"; !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant a line\n%s", got, want)
+	}
 	for in, want := range map[string]string{"http://127.0.0.1:7942": "http://127.0.0.1:7942", "a b": "'a b'", "it's": `'it'\''s'`, "": "''"} {
 		if got := shellWord(in); got != want {
 			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -220,6 +221,7 @@ func commandOptions(c *client.Client, opts *SubOptions) supervisor.Options {
 		AckExitCodes:      opts.AckExitCodes,
 		Topic:             opts.Topic,
 		Addr:              c.BaseURL(),
+		Env:               opts.commandEnv(os.Environ()),
 		Prefix:            opts.Prefix,
 		Verbose:           opts.Verbose,
 		Stdout:            opts.IO.Out,
