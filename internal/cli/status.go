@@ -132,11 +132,15 @@ func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "refresh every --interval, with produce and consume rates (q or Ctrl-C ends it)")
 	fl.BoolVar(&opts.WaitEmpty, "wait-empty", false, "wait until nothing is ready or in flight on TOPIC... (exit 3 at --timeout)")
-	fl.DurationVar(&opts.Interval, "interval", 2*time.Second, "with --watch or --wait-empty: time between refreshes")
+	fl.DurationVar(&opts.Interval, "interval", 2*time.Second, "with --watch or --wait-empty: time between refreshes (at least 100ms)")
 	fl.IntVar(&opts.Count, "count", 0, "with --watch: stop after N refreshes")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "with --watch or --wait-empty: stop after D (--wait-empty: exit 3)")
 	return cmd
 }
+
+// minStatusInterval is the shortest --interval, watch(1)'s floor: below it refreshes
+// come back to back, a load on the node that nobody can read at that pace.
+const minStatusInterval = 100 * time.Millisecond
 
 // checkStatusFlags refuses the combinations that mean nothing.
 func checkStatusFlags(opts *StatusOptions, changed func(string) bool) error {
@@ -153,8 +157,9 @@ func checkStatusFlags(opts *StatusOptions, changed func(string) bool) error {
 		}
 	case changed("count") && !opts.Watch:
 		return usageErrorf("--count needs --watch (--wait-empty ends when the topics are empty)")
-	case opts.Interval <= 0:
-		return usageErrorf("invalid --interval %s (a positive duration: 500ms, 2s)", opts.Interval)
+	case opts.Interval < minStatusInterval:
+		return usageErrorf("--interval must be at least %s, not %s (each refresh reads every topic again: 500ms, 2s)",
+			minStatusInterval, opts.Interval)
 	case opts.Count < 0:
 		return usageErrorf("invalid --count %d (0 for no end, or the number of refreshes)", opts.Count)
 	case opts.Timeout < 0:

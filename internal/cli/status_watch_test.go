@@ -448,7 +448,7 @@ func TestWaitEmptyTimeoutBoundsTheLooks(t *testing.T) {
 func TestWaitEmptySaysWhatItWaitsFor(t *testing.T) {
 	said := shortWaitingNotice(t, 50*time.Millisecond)
 	b := subBroker(t, "a")
-	r := runTTY(t, false, false, stopWhen(said), "status", "t", "--wait-empty", "--interval", "20ms", "-s", b.URL())
+	r := runTTY(t, false, false, stopWhen(said), "status", "t", "--wait-empty", "--interval", "100ms", "-s", b.URL())
 	const want = "narad: still waiting after 50ms: t: 1 ready (--timeout D stops waiting)\n"
 	if strings.Count(r.stderr, want) != 1 {
 		t.Errorf("stderr %q; want %q once", r.stderr, want)
