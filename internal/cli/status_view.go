@@ -141,32 +141,15 @@ func (v *watchView) clip(lines []string) []string {
 	return lines[:min(len(lines), v.height)]
 }
 
-// fit cuts a line of plain text to the screen's width.
+// fit cuts a line of plain text to the screen's width (in columns: topic names and
+// errors may hold wide characters).
 func (v *watchView) fit(line string) string {
-	r := []rune(line)
-	if len(r) <= v.width {
-		return line
-	}
-	if v.width <= 1 {
-		return string(r[:v.width])
-	}
-	return string(r[:v.width-1]) + "…"
+	return render.Truncate(line, v.width)
 }
 
 // fitAfter is rest cut to the width that remains after first.
 func (v *watchView) fitAfter(first, rest string) string {
-	room := v.width - len([]rune(first))
-	if room <= 0 {
-		return ""
-	}
-	r := []rune(rest)
-	if len(r) <= room {
-		return rest
-	}
-	if room == 1 {
-		return "…"
-	}
-	return string(r[:room-1]) + "…"
+	return render.Truncate(rest, v.width-render.Width(first))
 }
 
 // frame is the bytes that draw lines over the previous screen in place: home, each

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/devbroker"
@@ -202,7 +201,8 @@ func checkFits(t *testing.T, lines []string, width, height int) {
 		t.Errorf("%d lines on a screen of %d", len(lines), height)
 	}
 	for _, l := range lines {
-		if n := utf8.RuneCountInString(l); n > width {
+		// Columns, not runes: a wide character takes two.
+		if n := render.Width(l); n > width {
 			t.Errorf("line of %d columns on a screen of %d: %q", n, width, l)
 		}
 	}
@@ -282,6 +282,23 @@ func TestWatchViewNodeLost(t *testing.T) {
 	if got := v.view()[1]; got != "refreshed 10:00:06" {
 		t.Errorf("back: %q", got)
 	}
+}
+
+// An error text of wide characters (CJK, emoji) is cut to the screen's columns: cut
+// by runes, it ran to twice the width and wrapped the screen.
+func TestWatchViewWideCharactersFit(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	v := newWatchView("http://127.0.0.1:7942", 2*time.Second, plainStyles(), 60, 24)
+	v.update(viewSample(at, 2))
+	v.update(watchSample{At: at.Add(2 * time.Second), Err: errors.New(strings.Repeat("接続が拒否されました🚫", 8))})
+	lines := v.view()
+	checkFits(t, lines, 60, 24)
+	if !strings.HasSuffix(lines[1], "…") || !strings.Contains(lines[1], "接続") {
+		t.Errorf("state line %q: want the error, cut with an ellipsis", lines[1])
+	}
+	// The server in the title line is cut after the title the same way.
+	v = newWatchView("http://"+strings.Repeat("ノード", 30), time.Second, plainStyles(), 60, 24)
+	checkFits(t, v.view(), 60, 24)
 }
 
 func TestWatchViewMetricsRefusedAndNoTopics(t *testing.T) {

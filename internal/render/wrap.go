@@ -73,3 +73,21 @@ func Reflow(text string, width int) string {
 	flush()
 	return strings.Join(out, "\n")
 }
+
+// Width is how many terminal columns plain text takes.
+func Width(s string) int { return runewidth.StringWidth(s) }
+
+// Truncate cuts a line of plain text to width terminal columns, ending it with "…"
+// when cut. It counts display columns, not runes: a CJK character or an emoji takes
+// two, so a line of them cut by runes ran past the edge and wrapped the screen.
+func Truncate(line string, width int) string {
+	switch {
+	case width <= 0:
+		return ""
+	case runewidth.StringWidth(line) <= width:
+		return line
+	case width == 1:
+		return runewidth.Truncate(line, 1, "")
+	}
+	return runewidth.Truncate(line, width, "…")
+}

@@ -37,3 +37,24 @@ func TestReflowJoinsParagraphsAndKeepsIndentedLines(t *testing.T) {
 		t.Errorf("Reflow = %q, want %q", got, want)
 	}
 }
+
+func TestTruncateCountsColumns(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"orders", 6, "orders"},
+		{"orders", 5, "orde…"},
+		{"日本語の話題", 12, "日本語の話題"},
+		// Two columns a character: 5 columns hold two of them and the ellipsis.
+		{"日本語の話題", 5, "日本…"},
+		{"🚫🚫🚫", 4, "🚫…"},
+		{"日本", 1, ""}, // no room for half a wide character
+		{"abc", 0, ""},
+	} {
+		if got := Truncate(c.in, c.width); got != c.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
+		}
+	}
+}
