@@ -249,6 +249,10 @@ func (opts *SubOptions) validateShared(changed func(string) bool) error {
 		return usageErrorf("--rate must be above 0 (messages a second), not %v", opts.Rate)
 	case opts.DeadLetterFormat != supervisor.FormatRaw && opts.DeadLetterFormat != supervisor.FormatEnvelope:
 		return usageErrorf("invalid --dead-letter-format %q (raw or envelope)", opts.DeadLetterFormat)
+	case changed("dead-letter") && opts.DeadLetter == "":
+		// Taken as no dead-letter topic, d in hold mode would only say it has none, and
+		// an empty variable in a unit file would drop exec mode's dead-lettering unsaid.
+		return usageErrorf("--dead-letter needs a topic name, not '' (leave the flag out for none)")
 	case changed("dead-letter-format") && opts.DeadLetter == "":
 		return usageErrorf("--dead-letter-format needs --dead-letter")
 	}
