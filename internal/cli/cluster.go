@@ -148,6 +148,8 @@ func clusterDecommissionCmd(f *Factory, run func(*ClusterDecommissionOptions) er
 			"with narad cluster moves). --dry-run asks the node what would happen and changes\n" +
 			"nothing; --cancel stops a decommission in progress. On a terminal it asks first;\n" +
 			"elsewhere it refuses unless --yes is given (--dry-run and --cancel never ask).\n" +
+			"A node older than v3.1 has no dry run: it ignores --dry-run and starts the\n" +
+			"decommission, answering no verdict; narad then says so and exits 1.\n" +
 			"With -o json: the node's verdict for --dry-run, else {\"id\":ID,\n" +
 			"\"decommission\":\"started\"|\"cancelled\"}.",
 		Example: "  narad cluster decommission node-3 --dry-run\n  narad cluster decommission node-3 --yes && narad cluster moves",
@@ -198,10 +200,15 @@ func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 	}
 	switch opts.Mode {
 	case client.DecommissionDryRun:
+		if len(verdict) == 0 {
+			// A v3.1 node answers a dry run with its verdict. An older one ignores
+			// dry_run, as any query it does not know, and answers 204 for the
+			// decommission it has just started: never say "nothing changed" then.
+			return exitWith(ExitFailed, fmt.Errorf("decommission --dry-run: the node answered without a verdict, "+
+				"as a node older than v3.1 does when it ignores dry_run and starts the decommission (%s may be "+
+				"draining now: see narad cluster members; narad cluster decommission %s --cancel stops it)", id, id))
+		}
 		if opts.Output == "json" {
-			if verdict == nil {
-				verdict = json.RawMessage("{}")
-			}
 			if json.Valid(verdict) {
 				return opts.printJSON(verdict) // through --jq like every other -o json
 			}
