@@ -152,7 +152,7 @@ func checkStatusFlags(opts *StatusOptions, changed func(string) bool) error {
 	case !opts.Watch && !opts.WaitEmpty:
 		for _, name := range []string{"interval", "count", "timeout"} {
 			if changed(name) {
-				return usageErrorf("--%s needs --watch or --wait-empty", name)
+				return usageErrorf("--%s needs --watch or --wait-empty (plain status looks once: add -w)", name)
 			}
 		}
 	case changed("count") && !opts.Watch:

@@ -77,8 +77,8 @@ func waitLook(rows []TopicStatus, merr error) (state []waitTopic, topic string, 
 		}
 		q := r.queue
 		if q == nil {
-			return nil, r.Name, fmt.Errorf("%w whether %s is empty: the node's /metrics has no in-flight and lag series for it",
-				errWaitUnknown, render.Escape(r.Name))
+			return nil, r.Name, fmt.Errorf("%w whether %s is empty: the node's /metrics has no in-flight and lag series for it "+
+				"(narad status %s shows what the node does say)", errWaitUnknown, render.Escape(r.Name), render.Escape(r.Name))
 		}
 		w := waitTopic{Name: r.Name, Ready: q.ready(), InFlight: q.inFlight}
 		if q.hasProduced && !r.Partial {

@@ -247,7 +247,8 @@ func (e *watchEnd) done() bool {
 // timedOut is the result of --timeout: exit 3 when --count was not reached.
 func (e *watchEnd) timedOut(opts *StatusOptions) error {
 	if e.count > 0 {
-		return exitWith(ExitTimeout, fmt.Errorf("--timeout %s ran out after %d of %d refreshes", opts.Timeout, e.refreshes, e.count))
+		return exitWith(ExitTimeout, fmt.Errorf("--timeout %s ran out after %d of %d refreshes (a longer --timeout, or a smaller --count)",
+			opts.Timeout, e.refreshes, e.count))
 	}
 	return nil
 }

@@ -257,7 +257,7 @@ func (opts *SubOptions) validateShared(changed func(string) bool) error {
 		return usageErrorf("--dead-letter-format needs --dead-letter")
 	}
 	if opts.MetricsAddr != "" && (opts.Peek || opts.Interactive) {
-		return usageErrorf("--metrics-addr is for workers: not with --peek or -i")
+		return usageErrorf("--metrics-addr is for workers: not with --peek or -i (narad sub TOPIC [-- COMMAND] --metrics-addr HOST:PORT)")
 	}
 	return nil
 }

@@ -85,7 +85,8 @@ func (opts *SubOptions) validateExec(changed func(string) bool) error {
 		// Never a silent drop: after the last attempt the message must go somewhere.
 		return usageErrorf("--max-attempts and --dead-letter go together (after N failures the message goes to the dead-letter topic)")
 	case opts.DeadLetter == opts.Topic:
-		return usageErrorf("--dead-letter must be another topic than %s", render.Escape(opts.Topic))
+		return usageErrorf("--dead-letter must be another topic than %s (a dead letter there would be taken again: %s-dlq, say)",
+			render.Escape(opts.Topic), render.Escape(opts.Topic))
 	}
 	if opts.DeadLetter != "" {
 		if err := validateTopicName(opts.DeadLetter); err != nil {

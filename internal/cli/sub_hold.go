@@ -29,7 +29,8 @@ func (opts *SubOptions) validateHold(changed func(string) bool) error {
 	case opts.NoAck:
 		return usageErrorf("--no-ack does not apply to -i (the keys decide each message)")
 	case opts.DeadLetter == opts.Topic:
-		return usageErrorf("--dead-letter must be another topic than %s", render.Escape(opts.Topic))
+		return usageErrorf("--dead-letter must be another topic than %s (a dead letter there would be taken again: %s-dlq, say)",
+			render.Escape(opts.Topic), render.Escape(opts.Topic))
 	case opts.Peek && opts.DeadLetter != "":
 		return usageErrorf("--dead-letter does not apply to --peek -i (it takes nothing)")
 	}
@@ -71,8 +72,8 @@ func holdRun(opts *SubOptions) error {
 		// Said before the screen opens, as a topic that is not there is: the node's
 		// 400 (or replay's check) came only once the screen was up, after a summary of
 		// a run that never started.
-		return usageErrorf("%v: topic %s has partitions 0..%d, not %d", replay.ErrNoSuchPartition,
-			render.Escape(opts.Topic), t.Partitions-1, *p)
+		return usageErrorf("%v: topic %s has partitions 0..%d, not %d (leave --partition out for all of them)",
+			replay.ErrNoSuchPartition, render.Escape(opts.Topic), t.Partitions-1, *p)
 	}
 	if err := opts.checkDeadLetter(c, opts.DeadLetter); err != nil {
 		return err

@@ -334,7 +334,7 @@ func TestHoldModeNoSuchPartitionBeforeTheScreen(t *testing.T) {
 		if strings.Contains(raw, "\x1b[?1049h") || strings.Contains(raw, "acked 0") || strings.Contains(raw, "seen 0") {
 			t.Errorf("%v: the screen opened: %q", args, raw)
 		}
-		if !strings.Contains(raw, "narad: no such partition: topic orders has partitions 0..2, not 9\r\n") {
+		if !strings.Contains(raw, "narad: no such partition: topic orders has partitions 0..2, not 9 (leave --partition out for all of them)\r\n") {
 			t.Errorf("%v: %q", args, raw)
 		}
 	}
