@@ -158,7 +158,7 @@ func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 	typed.find.addFlags(cmd)
 	fl.StringVar(&opts.DeadLetter, "dead-letter", "", "exec mode, with --max-attempts: topic a message goes to (then acked) after its last attempt; with -i: where d sends it")
 	fl.StringVar(&opts.DeadLetterFormat, "dead-letter-format", "raw", "with --dead-letter: raw (the payload as it was) or envelope (JSON: where it came from, attempts, exit_code, stderr_tail, payload)")
-	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "after a signal, time running commands, lines in a pipe and acks being retried get to finish")
+	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "after a signal, time running commands, lines in a pipe and acks being retried get to finish (with -i too)")
 	fl.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (both modes; no host: 127.0.0.1)")
 }
 
