@@ -180,6 +180,11 @@ func ValidateServer(s string) error {
 	if u.User != nil {
 		return fmt.Errorf("invalid server %q (put credentials in --user and --password, not the URL)", RedactURL(s))
 	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		// The client refuses them (a request's own query goes after the path): a
+		// context saved with one would fail every command after it.
+		return fmt.Errorf("invalid server %q (no query or fragment allowed: want http://HOST:PORT[/PATH])", RedactURL(s))
+	}
 	return nil
 }
 

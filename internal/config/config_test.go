@@ -186,8 +186,10 @@ func TestValidateServer(t *testing.T) {
 			t.Errorf("ValidateServer(%q) = %v, want ok", s, err)
 		}
 	}
-	// A port that cannot be dialled is bad input, refused before any request.
-	for _, s := range []string{"http://h:99999", "http://h:0", "http://h:65536"} {
+	// A port that cannot be dialled is bad input, refused before any request; so is a
+	// query or fragment, which the client refuses (context add saved one, and every
+	// command after it failed).
+	for _, s := range []string{"http://h:99999", "http://h:0", "http://h:65536", "http://h:1/?a=b", "http://h:1#x", "http://h:1?"} {
 		if err := ValidateServer(s); err == nil {
 			t.Errorf("ValidateServer(%q) = nil, want an error", s)
 		}
