@@ -133,6 +133,10 @@ func (f *Factory) screenClient(w io.Writer) (*client.Client, error) {
 type holdScreen struct {
 	p    *tea.Program
 	feed *hold.Feed
+	// quitting is closed once the screen waits for settlements to quit (a q or
+	// Ctrl-C key, which raw mode turns into a key, not a signal).
+	quitting     chan struct{}
+	quittingOnce sync.Once
 	// ended is closed once the program is gone; stop at the first signal, or then.
 	ended, stop chan struct{}
 	final       tea.Model
@@ -146,7 +150,7 @@ func openHoldScreen(c *client.Client, opts *SubOptions, lease time.Duration, lin
 	if color {
 		profile = colorprofile.ANSI
 	}
-	s := &holdScreen{ended: make(chan struct{}), stop: make(chan struct{})}
+	s := &holdScreen{ended: make(chan struct{}), stop: make(chan struct{}), quitting: make(chan struct{})}
 	s.feed = hold.NewFeed(func(m tea.Msg) { s.p.Send(m) }, s.ended)
 	model := hold.New(hold.Options{
 		Topic: opts.Topic, Lease: lease, Peek: opts.Peek, DeadLetter: opts.DeadLetter,
@@ -156,6 +160,7 @@ func openHoldScreen(c *client.Client, opts *SubOptions, lease time.Duration, lin
 		Letter: holdLetter(opts),
 		Styles: render.NewStyles(opts.IO.Out, color), UTC: opts.Output.UTC,
 		Ready: s.feed.Ready, Done: s.feed.Done,
+		Quitting: func() { s.quittingOnce.Do(func() { close(s.quitting) }) },
 	})
 	// The first signal stops the run as it stops plain sub (what is held goes back);
 	// the keys' own Ctrl-C is the model's. The second signal is the hard stop, which
@@ -194,17 +199,21 @@ func (s *holdScreen) close(opts *SubOptions, lines *screenLines) error {
 
 // holdConsume takes one message at a time for the screen.
 func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *holdScreen) (consumer.Result, error) {
-	// After the first signal an ack still retried gets --shutdown-grace, as in plain
-	// sub, not the client's whole retry budget: the screen has no key left to end it.
+	// After the first signal, or a first q or Ctrl-C key (the screen's own first
+	// signal), an ack still retried gets --shutdown-grace, as in plain sub, not the
+	// client's whole retry budget: a person may have walked away, a service manager
+	// has no key to press.
 	ran := make(chan struct{})
 	defer close(ran)
+	signalled := opts.Signals.Grace(opts.ShutdownGrace, ran)
+	keyed := after(s.quitting, opts.ShutdownGrace, ran)
 	co := consumer.Options{
 		Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
 		Count: opts.Count, Timeout: opts.Timeout, Stop: s.stop,
 		// Once the screen is gone (a second q) or the grace is over, nobody waits for
 		// an ack still retried: it is given up at once, and named to send again
 		// (Result.Unconfirmed).
-		Abandon: either(s.ended, opts.Signals.Grace(opts.ShutdownGrace, ran)),
+		Abandon: either(s.ended, signalled, keyed),
 		// The same keeper as plain sub's: a message on screen is extended at a third
 		// of its lease for as long as it is there.
 		Lease: lease,
@@ -216,15 +225,37 @@ func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *hol
 	return consumer.Run(opts.Signals.Hard, c, s.feed, co)
 }
 
-// either is closed once a or b is. Its goroutine ends with the run: a is the
-// screen's end, which every run reaches.
-func either(a, b <-chan struct{}) <-chan struct{} {
+// either is closed once ended, a or b is. Its goroutine ends with the run: ended is
+// the screen's end, which every run reaches.
+func either(ended, a, b <-chan struct{}) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
 		select {
+		case <-ended:
 		case <-a:
 		case <-b:
+		}
+	}()
+	return ch
+}
+
+// after is closed d after start is; done releases it when start is not coming any
+// more.
+func after(start <-chan struct{}, d time.Duration, done <-chan struct{}) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		select {
+		case <-start:
+		case <-done:
+			return
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			close(ch)
+		case <-done:
 		}
 	}()
 	return ch

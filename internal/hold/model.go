@@ -64,6 +64,10 @@ type Options struct {
 	// for good. Both are called from commands; either may be nil.
 	Ready func()
 	Done  func()
+	// Quitting says the screen is quitting (q, Ctrl-C, or Stop) and waits for
+	// settlements still on their way, so the run can bound that wait as it bounds
+	// one after a signal. Called from a command, maybe more than once; may be nil.
+	Quitting func()
 }
 
 // Arrived is a message handed to the screen: Held is nil with Peek.
@@ -366,6 +370,9 @@ func (m Model) stop() (tea.Model, tea.Cmd) {
 	}
 	if !m.busy() {
 		return m, tea.Quit
+	}
+	if m.o.Quitting != nil {
+		cmds = append(cmds, func() tea.Msg { m.o.Quitting(); return nil })
 	}
 	return m, tea.Batch(cmds...)
 }

@@ -687,3 +687,38 @@ func TestHoldModeSignalBoundsARetriedAckByTheGrace(t *testing.T) {
 		t.Errorf("after the screen, no %q in:\n%s", want, after)
 	}
 }
+
+// Ctrl-C on the screen is a key (the terminal is raw), and a first one while an ack
+// is being retried waits for it up to --shutdown-grace, as a first signal does, not
+// the client's two-minute budget: then it names the ack for pasting, with no second
+// key pressed.
+func TestHoldModeCtrlCBoundsARetriedAckByTheGrace(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	part, _, err := b.Produce("orders", "", []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--shutdown-grace", "1s")
+	s.waitScreen("orders  p" + strconv.Itoa(part) + " @0")
+	b.FailNext("ack", 1_000_000, 503)
+	s.press("a")
+	s.waitScreen("acking…")
+	waitFor(t, "a retried ack", func() bool { return b.Requests("ack") >= 2 }, s.scr.text)
+	s.press("\x03")
+	s.waitScreen("q again to give up")
+	if code := s.exit(); code != 1 {
+		t.Errorf("exit %d, want 1 (an ack not confirmed); screen:\n%s", code, s.scr.text())
+	}
+	after := s.scr.afterScreen()
+	for _, want := range []string{"acked 0, nacked 0, not confirmed 1\r\n",
+		"narad: 1 ack not confirmed by the node; to send again, paste:\r\nnarad ack orders - <<'EOF'\r\n" + strconv.Itoa(part) + ":0:"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("after the screen, no %q in:\n%s", want, after)
+		}
+	}
+}
