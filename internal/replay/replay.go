@@ -292,7 +292,7 @@ func partitions(t *client.Topic, only *int) ([]int, error) {
 	}
 	if only != nil {
 		if *only < 0 || *only >= n {
-			return nil, fmt.Errorf("%w: topic %s has partitions 0..%d, not %d", ErrNoSuchPartition, t.Name, n-1, *only)
+			return nil, fmt.Errorf("%w: topic %s has partitions 0..%d, not %d (leave --partition out for all of them)", ErrNoSuchPartition, t.Name, n-1, *only)
 		}
 		return []int{*only}, nil
 	}
