@@ -27,10 +27,15 @@ func parseMillisFlag(name, s string) (int64, error) {
 	return d.Milliseconds(), nil
 }
 
-// parseMillisOrZero is parseMillisFlag with "0" allowed, meaning the node's default.
+// parseMillisOrZero is parseMillisFlag with zero allowed (the node's default, or no
+// delay), in any spelling: "0s" and "0ms" are the same zero as "0".
 func parseMillisOrZero(name, s string) (int64, error) {
-	if strings.TrimSpace(s) == "0" {
+	d, err := parseDurationDays(s)
+	switch {
+	case err == nil && d == 0:
 		return 0, nil
+	case err == nil && d < 0:
+		return 0, usageErrorf("invalid --%s %q (0, or a positive duration such as 30s)", name, s)
 	}
 	return parseMillisFlag(name, s)
 }
