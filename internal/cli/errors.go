@@ -57,7 +57,9 @@ func (e runEnv) apiFatal(c *client.Client, err error, topic string) error {
 	case http.StatusUnauthorized:
 		hint = "check --user and --password, or the context's"
 		if conn, cerr := e.Connection(); cerr == nil && conn.DroppedCredentials {
-			hint = fmt.Sprintf("the current context's credentials are not sent to %s, which is not its server; pass --user and --password", c.BaseURL())
+			// Named: the context may be --context's or NARAD_CONTEXT's, not the current one.
+			hint = fmt.Sprintf("the credentials of context %s are not sent to %s, which is not its server; pass --user and --password",
+				render.Escape(conn.Context), c.BaseURL())
 		}
 	case http.StatusForbidden:
 		var e *client.Error
