@@ -1,5 +1,5 @@
-// Package chans holds the one question every stop channel is asked: has it been
-// closed? It imports nothing of narad, so client, consumer, producer, supervisor and
+// Package chans holds the one question every stop channel is asked (has it been
+// closed?) and the one way to wait for a call no stop can end (Unless). It imports nothing of narad, so client, consumer, producer, supervisor and
 // bench all share it without an arrow pointing the wrong way.
 package chans
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/config"
 	"github.com/narad/narad/internal/iostreams"
@@ -391,26 +392,15 @@ func readFirstLine(r io.Reader, limit int) ([]byte, error) {
 // without a line: the signal's exit code says it), and fn is left to finish on its own,
 // since the command is about to exit.
 func unlessStopped[T any](s *Signals, fn func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		done <- result{v, err}
-	}()
 	var stop <-chan struct{} // nil, never ready, for a Factory without Signals
 	if s != nil {
 		stop = s.Soft
 	}
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-stop:
-		var zero T
-		return zero, exitWith(ExitFailed, nil)
+	v, err := chans.Unless(stop, fn)
+	if errors.Is(err, chans.ErrGaveUp) {
+		return v, exitWith(ExitFailed, nil)
 	}
+	return v, err
 }
 
 // commandEnv is the environment of the commands narad runs per message: its own, with

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/zalando/go-keyring"
+
+	"github.com/narad/narad/internal/chans"
 )
 
 // Where a context's password is kept (Context.PasswordStore).
@@ -29,22 +31,11 @@ func keyringService(server string) string { return "narad:" + NormalizeServer(se
 
 // withTimeout runs fn, or gives up after keyringTimeout.
 func withTimeout[T any](fn func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
+	v, err := chans.Unless(time.After(keyringTimeout), fn)
+	if errors.Is(err, chans.ErrGaveUp) {
+		return v, fmt.Errorf("no answer within %s", keyringTimeout)
 	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := fn()
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-time.After(keyringTimeout):
-		var zero T
-		return zero, fmt.Errorf("no answer within %s", keyringTimeout)
-	}
+	return v, err
 }
 
 // SetPassword saves c's password: in the system keyring unless insecure or none is
