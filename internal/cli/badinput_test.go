@@ -368,7 +368,8 @@ func badCases(e *badEnv) []badCase {
 			stderr: `^narad: ack 0:\d+:1: lease gone \(410 `},
 		{name: "empty stdin for ack -", args: []string{"ack", "t", "-"}, code: ExitUsage,
 			stderr: `^narad: no receipt handles on stdin`},
-		{name: "empty handle argument", args: []string{"ack", "t", ""}, code: ExitUsage, stderr: `empty receipt handle argument`},
+		{name: "empty handle argument", args: []string{"ack", "t", ""}, code: ExitUsage,
+			stderr: `^narad: empty receipt handle argument \(an unset variable\? pass the handle, or - to read them from stdin\)$`},
 
 		// --- config ---
 		{name: "bad YAML", args: []string{"topic", "ls"}, env: map[string]string{"NARAD_CONFIG": "$DIR/bad.yaml"}, code: ExitUsage,

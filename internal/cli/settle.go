@@ -129,7 +129,8 @@ func (o *SettleOptions) validate() error {
 		case h == "-":
 			stdin++
 		case strings.TrimSpace(h) == "":
-			return usageErrorf("empty receipt handle argument")
+			// Most often "$H" of a variable never set: say so rather than send nothing.
+			return usageErrorf("empty receipt handle argument (an unset variable? pass the handle, or - to read them from stdin)")
 		}
 	}
 	if stdin > 1 {

@@ -16,7 +16,7 @@ func newKeyMap() keyMap {
 		Nack:       key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "nack: give it back now, take the next")),
 		Extend:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "extend the lease now")),
 		DeadLetter: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "dead-letter: produce to --dead-letter, then ack")),
-		Skip:       key.NewBinding(key.WithKeys("s", "enter"), key.WithHelp("s", "skip: take the next, then give this one back")),
+		Skip:       key.NewBinding(key.WithKeys("s", "enter"), key.WithHelp("s, enter", "skip: take the next, then give this one back")),
 		Raw:        key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "raw / pretty payload")),
 		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy the payload to the clipboard (OSC 52)")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "this help")),

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -506,6 +507,10 @@ func TestCopyAndHelp(t *testing.T) {
 	h.key("?")
 	if !strings.Contains(h.view(), "dead-letter: produce to --dead-letter, then ack") {
 		t.Errorf("help:\n%s", h.view())
+	}
+	// Enter skips too: the help says so, as it says every other key.
+	if !regexp.MustCompile(`s, enter +skip: take the next`).MatchString(h.view()) {
+		t.Errorf("help does not name enter for skip:\n%s", h.view())
 	}
 }
 
