@@ -79,17 +79,31 @@ func (f *Feed) settlingAdd(n int) {
 
 // Slots waits until the model wants a message; it wants it until Handle hands one.
 func (f *Feed) Slots(ctx context.Context) (int, error) {
+	if !f.awaitWanted(ctx, nil, false) {
+		return 0, ctx.Err()
+	}
+	return 1, nil
+}
+
+// awaitWanted waits until the model wants a message, and with take counts one handed;
+// false when gone or ctx ends it first (a nil gone never comes).
+func (f *Feed) awaitWanted(ctx context.Context, gone <-chan struct{}, take bool) bool {
 	for {
 		f.mu.Lock()
 		wanted, changed := f.wanted, f.changed
+		if wanted > 0 && take {
+			f.wanted--
+		}
 		f.mu.Unlock()
 		if wanted > 0 {
-			return 1, nil
+			return true
 		}
 		select {
 		case <-changed:
+		case <-gone:
+			return false
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return false
 		}
 	}
 }
@@ -170,49 +184,19 @@ func (f *Feed) Finish(ctx context.Context, stopping <-chan struct{}) error {
 // person moved past it), the program is gone, or ctx is done: a --peek run whose
 // reads ended (--count, --until) waits for it, so that its last message is shown for
 // as long as the person looks at it, not closed the moment it arrives.
-func (f *Feed) MovedOn(ctx context.Context) {
-	for {
-		f.mu.Lock()
-		wanted, changed := f.wanted, f.changed
-		f.mu.Unlock()
-		if wanted > 0 {
-			return
-		}
-		select {
-		case <-changed:
-		case <-f.ended:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
+func (f *Feed) MovedOn(ctx context.Context) { f.awaitWanted(ctx, f.ended, false) }
 
 // Peek returns the emit function of a replay run for --peek -i: each message waits
 // until the model asked for one, then goes to the screen; replay stops once the
 // program is gone.
 func (f *Feed) Peek(ctx context.Context, stop error) func(*client.Message) error {
 	return func(m *client.Message) error {
-		for {
-			f.mu.Lock()
-			wanted, changed := f.wanted, f.changed
-			if wanted > 0 {
-				f.wanted--
-			}
-			f.mu.Unlock()
-			if wanted > 0 {
-				break
-			}
-			select {
-			case <-changed:
-			case <-f.ended:
-				return stop
-			case <-ctx.Done():
-				return stop
-			}
+		if !f.awaitWanted(ctx, f.ended, true) {
+			return stop
 		}
 		c := *m
 		f.send(Arrived{Msg: &c})
 		return nil
 	}
+
 }
