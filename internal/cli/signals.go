@@ -146,11 +146,17 @@ func (s *Signals) Close() {
 // SoftThen is closed d after the first signal, or at the second, whichever comes
 // first; done releases it when neither is coming any more.
 func (s *Signals) SoftThen(d time.Duration, done <-chan struct{}) <-chan struct{} {
+	return afterOr(s.Soft, d, s.Hard.Done(), done)
+}
+
+// afterOr is closed d after start is, or as soon as early is (a nil early never is);
+// done releases it when neither is coming any more.
+func afterOr(start <-chan struct{}, d time.Duration, early, done <-chan struct{}) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
 		select {
-		case <-s.Soft:
-		case <-s.Hard.Done():
+		case <-start:
+		case <-early:
 			close(ch)
 			return
 		case <-done:
@@ -161,7 +167,7 @@ func (s *Signals) SoftThen(d time.Duration, done <-chan struct{}) <-chan struct{
 		select {
 		case <-t.C:
 			close(ch)
-		case <-s.Hard.Done():
+		case <-early:
 			close(ch)
 		case <-done:
 		}

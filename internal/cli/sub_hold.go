@@ -206,7 +206,7 @@ func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *hol
 	ran := make(chan struct{})
 	defer close(ran)
 	signalled := opts.Signals.Grace(opts.ShutdownGrace, ran)
-	keyed := after(s.quitting, opts.ShutdownGrace, ran)
+	keyed := afterOr(s.quitting, opts.ShutdownGrace, nil, ran)
 	co := consumer.Options{
 		Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
 		Count: opts.Count, Timeout: opts.Timeout, Stop: s.stop,
@@ -235,27 +235,6 @@ func either(ended, a, b <-chan struct{}) <-chan struct{} {
 		case <-ended:
 		case <-a:
 		case <-b:
-		}
-	}()
-	return ch
-}
-
-// after is closed d after start is; done releases it when start is not coming any
-// more.
-func after(start <-chan struct{}, d time.Duration, done <-chan struct{}) <-chan struct{} {
-	ch := make(chan struct{})
-	go func() {
-		select {
-		case <-start:
-		case <-done:
-			return
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			close(ch)
-		case <-done:
 		}
 	}()
 	return ch
