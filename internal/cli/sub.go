@@ -293,6 +293,17 @@ func subRun(opts *SubOptions) error {
 	return printRun(opts)
 }
 
+// refuseClosedStdout refuses, before anything is taken, a consuming run whose stdout
+// was closed (`>&-`): Go's runtime gives it /dev/null, so every line (print mode) or
+// command's output (exec mode) would be written into nothing and acked. A usage error,
+// like -i without a terminal: the run cannot do what it is for as it was started.
+func (opts *SubOptions) refuseClosedStdout() error {
+	if !opts.IO.StdoutClosed() {
+		return nil
+	}
+	return usageErrorf("stdout is closed (nothing taken; redirect it to a file, or > /dev/null to discard)")
+}
+
 // consumeMode is what a consuming mode adds to the core once the client is there:
 // its handler, and in exec mode the supervisor (whose failures the exit line names).
 // It may adjust the loop's options.

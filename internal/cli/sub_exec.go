@@ -109,6 +109,9 @@ func (opts *SubOptions) resolveExec(ackExitCodes string) error {
 // execRun is exec mode, sub TOPIC -- COMMAND: the consume loop hands each message to
 // the supervisor, which runs the command for it and settles it by its exit.
 func execRun(opts *SubOptions) error {
+	if err := opts.refuseClosedStdout(); err != nil {
+		return err
+	}
 	start := opts.Now()
 	return consumeRun(opts, func(c *client.Client, co *consumer.Options, m *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
 		if opts.DeadLetter != "" {

@@ -9,6 +9,9 @@ import (
 // printRun is plain sub: each message printed with the output flags, then acked once
 // its line is written (through a pipe, once the reader took it).
 func printRun(opts *SubOptions) error {
+	if err := opts.refuseClosedStdout(); err != nil {
+		return err
+	}
 	r, err := opts.Output.renderer(opts.runEnv)
 	if err != nil {
 		return err

@@ -30,9 +30,9 @@ type IOStreams struct {
 	noColor   bool
 	// outWidth and errWidth are the terminals' widths in columns, asked for only when
 	// something is laid out (0: not asked yet); width asks the system.
-	outWidth, errWidth int
-	width              func(f *os.File) int
-	outFile, errFile   *os.File
+	outWidth, errWidth       int
+	width                    func(f *os.File) int
+	inFile, outFile, errFile *os.File
 }
 
 // System returns the streams of the running process.
@@ -47,6 +47,7 @@ func System() *IOStreams {
 		colorMode: "auto",
 		noColor:   os.Getenv("NO_COLOR") != "",
 		width:     terminalWidth,
+		inFile:    os.Stdin,
 		outFile:   os.Stdout,
 		errFile:   os.Stderr,
 	}
@@ -78,6 +79,12 @@ func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
 
 // IsStderrTTY reports whether stderr is a terminal.
 func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
+
+// StdoutClosed reports whether stdout was closed when narad started (`>&-`): on Linux
+// the Go runtime put /dev/null in its place, so every line written would be lost
+// unseen. Elsewhere, for streams that are not files (tests), and for a `> /dev/null`
+// the user chose, it is false. Asked only by the commands that would lose lines.
+func (s *IOStreams) StdoutClosed() bool { return reopenedClosed(s.outFile, s.inFile, s.errFile) }
 
 // SetTTY overrides the terminal facts; tests use it to run the terminal paths.
 func (s *IOStreams) SetTTY(stdin, stdout, stderr bool) {
