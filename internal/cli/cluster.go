@@ -146,7 +146,8 @@ func clusterDecommissionCmd(f *Factory, run func(*ClusterDecommissionOptions) er
 		Short: "Move every partition away from a node, so it can be removed",
 		Long: "Decommission a member: the cluster moves its partitions to the other nodes (watch\n" +
 			"with narad cluster moves). --dry-run asks the node what would happen and changes\n" +
-			"nothing; --cancel stops a decommission in progress. On a terminal it asks first;\n" +
+			"nothing, and exits 1 when the verdict is a refusal (the reasons on stderr);\n" +
+			"--cancel stops a decommission in progress. On a terminal it asks first;\n" +
 			"elsewhere it refuses unless --yes is given (--dry-run and --cancel never ask).\n" +
 			"A node older than v3.1 has no dry run: it ignores --dry-run and starts the\n" +
 			"decommission, answering no verdict; narad then says so and exits 1.\n" +
@@ -208,20 +209,18 @@ func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 				"as a node older than v3.1 does when it ignores dry_run and starts the decommission (%s may be "+
 				"draining now: see narad cluster members; narad cluster decommission %s --cancel stops it)", id, id))
 		}
-		if opts.Output == "json" {
-			if json.Valid(verdict) {
-				return opts.printJSON(verdict) // through --jq like every other -o json
-			}
-			return opts.writeOut(string(textenc.InertJSON(verdict)) + "\n")
+		v, known := readVerdict(verdict)
+		if err := writeVerdict(opts, verdict, v, known); err != nil {
+			return err
 		}
-		if summary, ok := summarizeVerdict(opts.ID, verdict); ok {
-			return opts.writeOut(summary)
+		if known && !*v.Would {
+			// A script that checks first with --dry-run trusts the exit code: a
+			// refusal is the failure the real decommission would be, stated once
+			// on stderr while the report stays on stdout.
+			return exitWith(ExitFailed, fmt.Errorf("decommissioning %s would be refused: %s (dry run: nothing changed; see narad cluster members)",
+				id, v.reasonText()))
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "dry run of decommissioning %s (nothing changed); the node's verdict:\n", id)
-		var out bytes.Buffer
-		writeIndentedJSON(&out, verdict)
-		out.WriteByte('\n')
-		return opts.writeOut(out.String())
+		return nil
 	case client.DecommissionCancel:
 		return opts.report(opts.Output, map[string]string{"id": opts.ID, "decommission": "cancelled"},
 			"cancelled the decommission of %s", id)
@@ -230,20 +229,61 @@ func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 		"decommissioning %s: its partitions are moving away (see narad cluster moves)", id)
 }
 
-// summarizeVerdict reads a dry run's verdict in the shape a v3.1 node gives
-// ({"would_decommission":bool,"reasons":[{"code","message"}]}) as a few lines; ok
-// is false for any other shape, which is then shown as the JSON it is.
-func summarizeVerdict(id string, verdict json.RawMessage) (string, bool) {
-	var v struct {
-		Would   *bool `json:"would_decommission"`
-		Reasons []struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"reasons"`
+// verdict is a dry run's answer in the shape a v3.1 node gives:
+// {"would_decommission":bool,"reasons":[{"code","message"}]}.
+type verdict struct {
+	Would   *bool `json:"would_decommission"`
+	Reasons []struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"reasons"`
+}
+
+// readVerdict reads a dry run's answer; known is false for any other shape, which
+// is then shown as the JSON it is and judged by no one.
+func readVerdict(raw json.RawMessage) (v verdict, known bool) {
+	if json.Unmarshal(raw, &v) != nil || v.Would == nil {
+		return verdict{}, false
 	}
-	if json.Unmarshal(verdict, &v) != nil || v.Would == nil {
-		return "", false
+	return v, true
+}
+
+// reasonText is the reasons as one line, for the fatal line of a refusal.
+func (v verdict) reasonText() string {
+	if len(v.Reasons) == 0 {
+		return "the node gave no reason"
 	}
+	parts := make([]string, len(v.Reasons))
+	for i, r := range v.Reasons {
+		parts[i] = render.Escape(r.Message)
+		if parts[i] == "" {
+			parts[i] = render.Escape(r.Code)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeVerdict writes the dry run's report on stdout: the node's JSON with -o json,
+// else a few lines for a verdict of the known shape, else the JSON indented.
+func writeVerdict(opts *ClusterDecommissionOptions, raw json.RawMessage, v verdict, known bool) error {
+	if opts.Output == "json" {
+		if json.Valid(raw) {
+			return opts.printJSON(raw) // through --jq like every other -o json
+		}
+		return opts.writeOut(string(textenc.InertJSON(raw)) + "\n")
+	}
+	if known {
+		return opts.writeOut(summarizeVerdict(opts.ID, v))
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "dry run of decommissioning %s (nothing changed); the node's verdict:\n", render.Escape(opts.ID))
+	var out bytes.Buffer
+	writeIndentedJSON(&out, raw)
+	out.WriteByte('\n')
+	return opts.writeOut(out.String())
+}
+
+// summarizeVerdict is a verdict of the known shape as a few lines.
+func summarizeVerdict(id string, v verdict) string {
 	var b strings.Builder
 	if *v.Would {
 		fmt.Fprintf(&b, "decommissioning %s would go ahead (dry run: nothing changed)\n", render.Escape(id))
@@ -253,5 +293,5 @@ func summarizeVerdict(id string, verdict json.RawMessage) (string, bool) {
 	for _, r := range v.Reasons {
 		fmt.Fprintf(&b, "  %s: %s\n", render.Escape(r.Code), render.Escape(r.Message))
 	}
-	return b.String(), true
+	return b.String()
 }
