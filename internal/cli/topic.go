@@ -326,14 +326,41 @@ func topicCreateRun(opts *TopicCreateOptions) error {
 		}
 		return opts.apiFatal(c, err, opts.Spec.Name)
 	}
+	// Say what the node made, not what was asked: a node may change a field or
+	// ignore one. Where its answer leaves out what was asked (an empty body, no
+	// parent), the topic itself is read back once.
+	name := render.Escape(opts.Spec.Name)
+	if t.Partitions == 0 || (opts.Spec.Parent != "" && t.Parent == "") {
+		back, err := c.Topic(ctx, opts.Spec.Name)
+		if err != nil {
+			return exitWith(ExitFailed, fmt.Errorf("created topic %s, but the node's answer does not say how and reading it back failed: %s (see narad topic info %s)",
+				name, describeErr(err), name))
+		}
+		back.PartitionStats, back.Partial, back.Schema = nil, false, nil // topic info's, not the create's
+		t = back
+	}
+	if err := topicCreated(opts, t); err != nil {
+		return err
+	}
+	if opts.Spec.Parent != "" && t.Parent == "" {
+		// A script that asked for a child must not go on with a topic that gets no copies.
+		parent := render.Escape(opts.Spec.Parent)
+		return exitWith(ExitFailed, fmt.Errorf("the node made %s a topic of its own, not a child of %s (it ignored the parent; narad topic attach %s %s makes it one)",
+			name, parent, parent, name))
+	}
+	return nil
+}
+
+// topicCreated reports the topic t as the node made it.
+func topicCreated(opts *TopicCreateOptions, t *client.Topic) error {
 	if opts.Output == "json" {
 		return opts.printJSON(t)
 	}
 	var child string
-	if opts.Spec.Parent != "" {
-		child = ", child of " + render.Escape(opts.Spec.Parent)
-		if opts.Spec.FanoutDelayMs > 0 {
-			child += " delayed " + formatMillis(opts.Spec.FanoutDelayMs)
+	if t.Parent != "" {
+		child = ", child of " + render.Escape(t.Parent)
+		if t.FanoutDelayMs > 0 {
+			child += " delayed " + formatMillis(t.FanoutDelayMs)
 		}
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "created topic %s (%d partitions, visibility %s, retention %s%s)\n",

@@ -172,6 +172,14 @@ func topicEditRun(opts *TopicEditOptions) error {
 	if err != nil {
 		return opts.adminFatal(c, err, opts.Topic, "see narad topic edit --help")
 	}
+	if len(opts.Patch.Schema) > 0 && t.SchemaVersion == 0 {
+		// The version the node registered, where its answer does not carry it: from
+		// the topic itself (a failure to read it leaves the version unsaid, as the
+		// edit itself is done).
+		if back, err := c.Topic(ctx, opts.Topic); err == nil {
+			t.SchemaVersion = back.SchemaVersion
+		}
+	}
 	if opts.Output == "json" {
 		return opts.printJSON(t)
 	}
@@ -189,8 +197,11 @@ func topicEditRun(opts *TopicEditOptions) error {
 	if p.MaxAckedAheadPerPartition != nil {
 		changed = append(changed, fmt.Sprintf("max acked ahead %d", t.MaxAckedAheadPerPartition))
 	}
-	if len(p.Schema) > 0 {
+	switch {
+	case len(p.Schema) > 0 && t.SchemaVersion > 0:
 		changed = append(changed, fmt.Sprintf("schema version %d", t.SchemaVersion))
+	case len(p.Schema) > 0:
+		changed = append(changed, fmt.Sprintf("schema (the node gave no version; see narad topic schema %s)", render.Escape(opts.Topic)))
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "edited topic %s: %s\n", render.Escape(t.Name), strings.Join(changed, ", "))
 	return nil
@@ -267,12 +278,20 @@ func topicAttachRun(opts *TopicAttachOptions) error {
 		hint := fmt.Sprintf("both topics must exist; see narad topic children %s", render.Escape(opts.Parent))
 		return opts.adminFatal(c, err, opts.Parent, hint)
 	}
-	how := "every new message"
-	if opts.DelayMs > 0 {
-		how += ", each " + formatMillis(opts.DelayMs) + " after its commit"
+	if opts.Output == "json" {
+		return opts.printJSON(t)
 	}
-	return opts.report(opts.Output, t, "attached %s to %s: it now gets a copy of %s",
+	// The answer is the parent, which does not carry the child's delay: the delay
+	// said is the one the node set, read back from the child.
+	how := "every new message"
+	if back, err := c.Topic(ctx, opts.Child); err != nil {
+		how += fmt.Sprintf(" (its delay: see narad topic children %s)", render.Escape(opts.Parent))
+	} else if back.FanoutDelayMs > 0 {
+		how += ", each " + formatMillis(back.FanoutDelayMs) + " after its commit"
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "attached %s to %s: it now gets a copy of %s\n",
 		render.Escape(opts.Child), render.Escape(opts.Parent), how)
+	return nil
 }
 
 // --- topic detach ---

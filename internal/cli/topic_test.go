@@ -207,3 +207,138 @@ func TestTopicDeleteConfirmation(t *testing.T) {
 		t.Fatalf("exit %d stderr %q deleted %v", r.code, r.stderr, deleted())
 	}
 }
+
+// answerServer is a fake node answering each "METHOD /path" with a fixed status and
+// body, recording what was asked; anything else is a 404.
+func answerServer(t *testing.T, answers map[string]string, statuses map[string]int) (*httptest.Server, func() []string) {
+	var mu sync.Mutex
+	var asked []string
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Method + " " + r.URL.Path
+		mu.Lock()
+		asked = append(asked, key)
+		mu.Unlock()
+		body, ok := answers[key]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":"not found"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if code := statuses[key]; code != 0 {
+			w.WriteHeader(code)
+		}
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(s.Close)
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), asked...)
+	}
+}
+
+// What create, edit and attach say they did is what the node answered, not what was
+// asked: a node that changed a field is reported as it left it, one whose answer does
+// not carry the field is asked once more (GET the topic), and one that ignored the
+// parent is a failure, since the topic is not the child the script asked for.
+func TestTopicChangesReportTheNodesAnswer(t *testing.T) {
+	const child = `"name":"tier-run","partitions":3,"retention_ms":604800000,"visibility_timeout_ms":30000`
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		answers  map[string]string
+		code     int
+		stderr   string
+		readBack bool // a GET of the topic after the change
+	}{
+		{
+			name: "create: the node set another delay",
+			args: []string{"topic", "create", "tier-run", "--parent", "tier", "--delay", "1s"},
+			answers: map[string]string{
+				"POST /v1/topics": `{` + child + `,"parent":"tier","fanout_delay_ms":2000}`,
+			},
+			stderr: "created topic tier-run (3 partitions, visibility 30s, retention 7d, child of tier delayed 2s)\n",
+		},
+		{
+			name: "create: the answer leaves out the parent, the topic has it",
+			args: []string{"topic", "create", "tier-run", "--parent", "tier", "--delay", "1s"},
+			answers: map[string]string{
+				"POST /v1/topics":         `{` + child + `}`,
+				"GET /v1/topics/tier-run": `{` + child + `,"parent":"tier","fanout_delay_ms":1000,"partition_stats":[]}`,
+			},
+			stderr:   "created topic tier-run (3 partitions, visibility 30s, retention 7d, child of tier delayed 1s)\n",
+			readBack: true,
+		},
+		{
+			name: "create: the node ignored the parent",
+			args: []string{"topic", "create", "tier-run", "--parent", "tier"},
+			answers: map[string]string{
+				"POST /v1/topics":         `{` + child + `}`,
+				"GET /v1/topics/tier-run": `{` + child + `}`,
+			},
+			code: ExitFailed,
+			stderr: "created topic tier-run (3 partitions, visibility 30s, retention 7d)\n" +
+				"narad: the node made tier-run a topic of its own, not a child of tier (it ignored the parent; narad topic attach tier tier-run makes it one)\n",
+			readBack: true,
+		},
+		{
+			name: "create: an empty answer",
+			args: []string{"topic", "create", "tier-run", "--partitions", "5"},
+			answers: map[string]string{
+				"POST /v1/topics":         ``,
+				"GET /v1/topics/tier-run": `{"name":"tier-run","partitions":3,"retention_ms":604800000,"visibility_timeout_ms":30000}`,
+			},
+			stderr:   "created topic tier-run (3 partitions, visibility 30s, retention 7d)\n",
+			readBack: true,
+		},
+		{
+			name: "edit: the answer carries no schema version, the topic does",
+			args: []string{"topic", "edit", "tier-run", "--schema", "-"},
+			answers: map[string]string{
+				"PATCH /v1/topics/tier-run": `{` + child + `}`,
+				"GET /v1/topics/tier-run":   `{` + child + `,"schema_version":4}`,
+			},
+			stderr:   "edited topic tier-run: schema version 4\n",
+			readBack: true,
+		},
+		{
+			name: "edit: no version anywhere",
+			args: []string{"topic", "edit", "tier-run", "--schema", "-"},
+			answers: map[string]string{
+				"PATCH /v1/topics/tier-run": `{` + child + `}`,
+				"GET /v1/topics/tier-run":   `{` + child + `}`,
+			},
+			stderr:   "edited topic tier-run: schema (the node gave no version; see narad topic schema tier-run)\n",
+			readBack: true,
+		},
+		{
+			name: "attach: the child's delay is the one the node set",
+			args: []string{"topic", "attach", "tier", "tier-run", "--delay", "30s"},
+			answers: map[string]string{
+				"POST /v1/topics/tier/children": `{"name":"tier","partitions":3,"children":["tier-run"]}`,
+				"GET /v1/topics/tier-run":       `{` + child + `,"parent":"tier","fanout_delay_ms":60000}`,
+			},
+			stderr:   "attached tier-run to tier: it now gets a copy of every new message, each 1m after its commit\n",
+			readBack: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			statuses := map[string]int{"POST /v1/topics": http.StatusCreated}
+			s, asked := answerServer(t, tc.answers, statuses)
+			r := runCLI(t, strings.NewReader(`{"type":"object"}`), false, append(tc.args, "-s", s.URL)...)
+			if r.code != tc.code || r.stderr != tc.stderr || r.stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit %d, stderr:\n%s", r.code, r.stdout, r.stderr, tc.code, tc.stderr)
+			}
+			reads := 0
+			for _, a := range asked() {
+				if strings.HasPrefix(a, "GET ") {
+					reads++
+				}
+			}
+			if want := map[bool]int{false: 0, true: 1}[tc.readBack]; reads != want {
+				t.Errorf("asked %q: %d reads, want %d", asked(), reads, want)
+			}
+		})
+	}
+}
