@@ -344,7 +344,8 @@ N-th failure produces the payload (same key) to TOPIC and acks it; with
 why it failed: topic, partition, offset, key, attempts, exit_code (null when it did
 not exit on its own), stderr_tail (its last 4 KiB of stderr), timestamp, payload (as
 -o json shows it). The command sees NARAD_ATTEMPT: 1 for a message's first run in this
-process, 2 after it failed once, ...
+process, 2 for the next (after a failure, or a run that succeeded but came back: its
+ack refused, its lease lost, a stop), ...; --max-attempts counts failures only.
 
 With --count N, exec mode stops once N messages are finished: acked, dead-lettered,
 or given up (a lost lease; a failure, unless --max-attempts retries it). A message

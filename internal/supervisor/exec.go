@@ -65,7 +65,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 		return nil, err
 	}
 	cmd := s.command()
-	cmd.Env = s.envFor(m)
+	cmd.Env = s.envFor(m, s.runs.next(keyOf(m)))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	cmd.SysProcAttr = groupAttr()
 	// Input that fits in an empty pipe is written before the start, so it needs no
@@ -81,6 +81,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 	closeAll(p.inR, p.outW, p.errW)
 	if err != nil {
 		closeAll(p.inW, p.outR, p.errR)
+		s.runs.undo(keyOf(m)) // not a run: the next start is still its first
 		return nil, err
 	}
 	c := &child{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), done: make(chan struct{})}
@@ -294,8 +295,8 @@ next:
 	return out
 }
 
-// envFor is the command's environment for m.
-func (s *Supervisor) envFor(m *client.Message) []string {
+// envFor is the command's environment for m, in its run number attempt.
+func (s *Supervisor) envFor(m *client.Message, attempt int) []string {
 	env := make([]string, len(s.env), len(s.env)+len(naradVars))
 	copy(env, s.env)
 	topic := m.Topic
@@ -307,8 +308,9 @@ func (s *Supervisor) envFor(m *client.Message) []string {
 		"NARAD_PARTITION="+strconv.Itoa(m.Partition),
 		"NARAD_OFFSET="+strconv.FormatInt(m.Offset, 10),
 		"NARAD_TIMESTAMP="+strconv.FormatInt(m.Timestamp, 10),
-		// This run's number for the message: its failures in this process, plus one.
-		"NARAD_ATTEMPT="+strconv.Itoa(s.attempts.get(keyOf(m))+1),
+		// This run's number for the message in this process: its failures, and runs
+		// that succeeded but came back (the ack refused, the lease lost, a stop), count.
+		"NARAD_ATTEMPT="+strconv.Itoa(attempt),
 	)
 	if m.ReceiptHandle != "" {
 		env = append(env, "NARAD_RECEIPT_HANDLE="+m.ReceiptHandle)

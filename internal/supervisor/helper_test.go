@@ -46,6 +46,7 @@ func helperEnviron() []string {
 //
 //	script            read more steps from stdin (so a message's payload says what to do)
 //	env FILE          write stdin and the NARAD_* variables as JSON to FILE
+//	attempt FILE      append "<handle> <NARAD_ATTEMPT>" to FILE
 //	log FILE          append "start <unixnano> <handle> <pid>" now and "end ..." on a normal exit,
 //	                  "term ..." on SIGTERM (then exit 143)
 //	sleep D           sleep D
@@ -96,6 +97,13 @@ func helper(steps []string) int {
 			if err := os.WriteFile(file, b, 0o644); err != nil {
 				return 99
 			}
+		case "attempt":
+			f, err := os.OpenFile(arg(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return 99
+			}
+			_, _ = fmt.Fprintf(f, "%s %s\n", os.Getenv("NARAD_RECEIPT_HANDLE"), os.Getenv("NARAD_ATTEMPT"))
+			_ = f.Close()
 		case "log":
 			logFile = arg()
 			logLine("start")

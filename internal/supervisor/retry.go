@@ -60,18 +60,50 @@ func (a *attempts) evictOldest() {
 	delete(a.m, oldest)
 }
 
-// get is how many failures of k are remembered.
-func (a *attempts) get(k msgKey) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.m[k].n
-}
-
 // forget drops k: it succeeded, or went to the dead-letter topic.
 func (a *attempts) forget(k msgKey) {
 	a.mu.Lock()
 	delete(a.m, k)
 	a.mu.Unlock()
+}
+
+// runs numbers the runs of each message in this process, for NARAD_ATTEMPT. Every
+// start counts, however the run ended: a success whose ack the node refused (410), a
+// lease lost, a stop. So unlike attempts, which counts failures for --max-attempts, a
+// message is not forgotten when it succeeds: it may come back. Memory is bounded by
+// two generations of maxTracked messages: once the newer is full it becomes the older
+// and the older is dropped, so only a message none of whose runs were among the last
+// maxTracked to 2·maxTracked messages run starts again at 1.
+type runs struct {
+	mu       sync.Mutex
+	cur, old map[msgKey]int
+}
+
+func newRuns() *runs { return &runs{cur: make(map[msgKey]int)} }
+
+// next counts a run of k and returns its number: 1 for the first.
+func (r *runs) next(k msgKey) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.cur[k]
+	if !ok {
+		if len(r.cur) >= maxTracked {
+			r.old, r.cur = r.cur, make(map[msgKey]int)
+		}
+		n = r.old[k]
+	}
+	n++
+	r.cur[k] = n
+	return n
+}
+
+// undo takes back the count of a run of k that never started.
+func (r *runs) undo(k msgKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := r.cur[k]; n > 0 {
+		r.cur[k] = n - 1
+	}
 }
 
 // holdFor is how long a message is held after its n-th failure: RetryDelay for the

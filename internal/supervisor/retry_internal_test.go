@@ -47,3 +47,32 @@ func TestAttemptsForgetTheOldestPastTheBound(t *testing.T) {
 		t.Errorf("offset 0 at attempt %d, want 3", n)
 	}
 }
+
+// A message's run count outlives maxTracked others run after it, and memory stays
+// within two generations.
+func TestRunsBoundedByTwoGenerations(t *testing.T) {
+	r := newRuns()
+	k := msgKey{0, -1}
+	if n := r.next(k); n != 1 {
+		t.Fatalf("first run %d", n)
+	}
+	for i := range maxTracked {
+		r.next(msgKey{1, int64(i)})
+	}
+	if n := r.next(k); n != 2 {
+		t.Fatalf("after %d other messages, run %d, want 2", maxTracked, n)
+	}
+	for i := range 2 * maxTracked {
+		r.next(msgKey{2, int64(i)})
+	}
+	if len(r.cur)+len(r.old) > 2*maxTracked {
+		t.Errorf("%d tracked", len(r.cur)+len(r.old))
+	}
+	if n := r.next(k); n != 1 {
+		t.Errorf("after %d other messages, run %d, want 1 (forgotten)", 2*maxTracked, n)
+	}
+	r.undo(k)
+	if n := r.next(k); n != 1 {
+		t.Errorf("after a start that failed, run %d, want 1", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -371,5 +372,47 @@ func TestDeadLetterOptionsGoTogether(t *testing.T) {
 		if _, err := supervisor.New(o); err == nil {
 			t.Errorf("New accepted %+v", o)
 		}
+	}
+}
+
+// NARAD_ATTEMPT numbers the runs of a message, not its failures: a run that succeeded
+// but whose ack the node refused (410, so the message comes back) is a run all the
+// same. --max-attempts still counts failures: the run after it fails for the first
+// time, and only the second failure dead-letters it.
+func TestAttemptNumbersRunsNotFailures(t *testing.T) {
+	t.Parallel()
+	src := consumertest.New()
+	src.Push(msg("a", "exit 0"), msg("b", "exit 1"), msg("c", "exit 1")) // one message, delivered three times
+	src.Status = func(a client.Action, h string) int {
+		if a == client.Ack && h == "a" {
+			return 410
+		}
+		return 204
+	}
+	file := filepath.Join(t.TempDir(), "attempts")
+	p := &producer{}
+	o := opts("attempt", file, "script")
+	o.RetryBackoff = 10 * time.Millisecond
+	o.MaxAttempts, o.DeadLetter, o.Producer = 2, "dlq", p
+	stderr := &lockedBuffer{}
+	o.Stderr = stderr
+	r := runSup(t, context.Background(), src, o, consumer.Options{Drain: true})
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), "a 1\nb 2\nc 3\n"; got != want {
+		t.Errorf("NARAD_ATTEMPT per run:\n%s\nwant\n%s", got, want)
+	}
+	if got := src.Handles(client.Nack); !slices.Equal(got, []string{"b"}) || len(p.produced()) != 1 {
+		t.Errorf("nacked %v, %d dead letters: want b nacked, c dead-lettered", got, len(p.produced()))
+	}
+	for _, want := range []string{"nacked (attempt 1 of 2)", "produced to dlq and acked (attempt 2 of 2)"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+	}
+	if s := r.Stats; s.AckGone != 1 || s.DeadLettered != 1 {
+		t.Errorf("stats %+v", s)
 	}
 }

@@ -99,6 +99,7 @@ type Supervisor struct {
 	env      []string
 	out      *output
 	attempts *attempts
+	runs     *runs
 	tally    *tally // nil unless CountMessages
 	acker    *consumer.Acker
 	failures atomic.Int64 // commands that failed (not timed out)
@@ -179,6 +180,7 @@ func New(o Options) (*Supervisor, error) {
 		acks:     acks,
 		env:      baseEnv(env),
 		attempts: newAttempts(),
+		runs:     newRuns(),
 		acker:    consumer.NewAcker(consumer.AckerOptions{Window: o.AckWindow}),
 		out: &output{lock: make(chan struct{}, 1), quit: stopping,
 			stdout: orDiscard(o.Stdout), stderr: orDiscard(o.Stderr)},
