@@ -148,13 +148,15 @@ func payloadFields(m *client.Message, text string) any {
 
 // templateValue wraps a decoded JSON value's objects and arrays (jsonObject,
 // jsonArray) and escapes its strings as the text format does: they are printed on
-// a terminal as often as the text line is.
+// a terminal as often as the text line is. An object's field names are escaped the
+// same way (a range over it prints them).
 func templateValue(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
 		o := make(jsonObject, len(v))
 		for k, e := range v {
-			o[k] = templateValue(e)
+			// The names too: a range over an object prints them.
+			o[Escape(k)] = templateValue(e)
 		}
 		return o
 	case []any:

@@ -13,6 +13,7 @@ func TestTemplatePayloadFields(t *testing.T) {
 	order := &client.Message{Topic: "t", Payload: json.RawMessage(
 		`{"order_id": "ord_7", "amount": 12345678901234567890, "customer": {"name": "Ana"}, "items": ["a", "b"], "note": "\u001b[2J"}`)}
 	text := &client.Message{Topic: "t", Payload: json.RawMessage(`"hello"`)}
+	odd := &client.Message{Topic: "t", Payload: json.RawMessage(`{"odd": {"\u001b]0;title\u0007": 1}}`)}
 	for _, tc := range []struct {
 		name, tmpl string
 		m          *client.Message
@@ -27,6 +28,7 @@ func TestTemplatePayloadFields(t *testing.T) {
 		{"object printed as JSON", "{{.Payload.customer}}", order, `{"name":"Ana"}` + "\n"},
 		{"array", "{{index .Payload.items 1}} {{range .Payload.items}}<{{.}}>{{end}}", order, "b <a><b>\n"},
 		{"escaped", "{{.Payload.note}}", order, `\x1b[2J` + "\n"},
+		{"field names escaped", "{{range $k, $v := .Payload.odd}}{{$k}}={{$v}}{{end}}", odd, `\x1b]0;title\x07=1` + "\n"},
 		{"from a range", "{{range .Payload.items}}{{$.Payload.order_id}}{{end}}", order, "ord_7ord_7\n"},
 		{"missing field", "{{.Payload.nope}}", order, "<no value>\n"},
 		{"text payload alone", "{{.Payload}}", text, "hello\n"},
