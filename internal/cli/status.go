@@ -105,6 +105,7 @@ func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 			"the table and a blank line; with -o json, one line a refresh:\n" +
 			"  {\"time\",\"topics\":[{...,\"produce_per_sec\"?,\"consume_per_sec\"?}],\n" +
 			"   \"error\"?,\"metrics_error\"?}\n" +
+			"(lines that go to a terminal end with q too, exit 0).\n" +
 			"--count N stops after N refreshes, --timeout D after D (exit 3 if --count was\n" +
 			"not reached).\n" +
 			"A refresh costs one request per topic and one for /metrics; the topics are\n" +

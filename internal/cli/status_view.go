@@ -57,9 +57,10 @@ func (v *watchView) resize(width, height int) {
 
 // key takes one key press; it says whether the watch should end.
 func (v *watchView) key(k string) (quit bool) {
-	switch k {
-	case "q", "Q", "\x03", "\x04": // q, Ctrl-C (raw mode: no signal), Ctrl-D
+	if quitKey(k) {
 		return true
+	}
+	switch k {
 	case "j", "\x1b[B", "\x0e": // down, Ctrl-N
 		v.top++
 	case "k", "\x1b[A", "\x10": // up, Ctrl-P
@@ -74,6 +75,16 @@ func (v *watchView) key(k string) (quit bool) {
 		v.top = 1 << 30
 	}
 	v.clampTop()
+	return false
+}
+
+// quitKey is a key that ends a watch: q, Ctrl-C (a byte, not a signal, when the
+// terminal is raw) or Ctrl-D.
+func quitKey(k string) bool {
+	switch k {
+	case "q", "Q", "\x03", "\x04":
+		return true
+	}
 	return false
 }
 

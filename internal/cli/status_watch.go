@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -265,6 +266,8 @@ func newWatchEnd(opts *StatusOptions) *watchEnd {
 // time), or one compact JSON object a line.
 func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSample) error {
 	end := newWatchEnd(opts)
+	keys, restore := lineKeys(opts)
+	defer restore()
 	for {
 		if err := printWatchSample(opts, s); err != nil {
 			return jsonDone(err) // a reader gone away has seen enough: exit 0
@@ -272,13 +275,21 @@ func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSam
 		if end.done() {
 			return nil
 		}
-		wait := opts.Interval - opts.Now().Sub(s.At)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-end.timeout:
-			return end.timedOut(opts)
-		case <-opts.timer(max(wait, 0)):
+		next := opts.timer(max(opts.Interval-opts.Now().Sub(s.At), 0))
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-end.timeout:
+				return end.timedOut(opts)
+			case k := <-keys:
+				if quitKey(k) {
+					return nil
+				}
+			case <-next:
+				break wait
+			}
 		}
 		s = w.refresh(ctx)
 		if ctx.Err() != nil {
@@ -288,6 +299,25 @@ func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSam
 			return err
 		}
 	}
+}
+
+// lineKeys are the keys typed while the lines of -o json go to a terminal, where q
+// ends the watch as it does the table's screen; nil (no key ever) when stdin or
+// stdout is not a terminal, so a watch in a pipe or a script reads nothing. The
+// terminal keeps its output modes (the lines stay lines) and Ctrl-C its signal.
+func lineKeys(opts *StatusOptions) (<-chan string, func()) {
+	if !opts.IO.IsStdinTTY() || !opts.IO.IsStdoutTTY() {
+		return nil, func() {}
+	}
+	restore := func() {}
+	if in, ok := opts.IO.In.(*os.File); ok {
+		if restore, ok = keysMode(int(in.Fd())); !ok {
+			return nil, restore
+		}
+	}
+	keys := make(chan string, 8)
+	go readKeys(opts.IO.In, keys) // may stay blocked in a read at the end, which the process exit ends
+	return keys, restore
 }
 
 // refusedEnd ends a watch whose refresh had its credentials refused (401): asking

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/narad/narad/internal/devbroker"
 )
@@ -67,3 +68,40 @@ func TestWatchInATerminal(t *testing.T) {
 }
 
 func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
+
+// TestWatchJSONInATerminalQuits: status --watch -o json on a terminal prints a line a
+// refresh, as in a pipe, and q ends it with exit 0, as it ends the table's screen,
+// with no Enter needed and nothing echoed; the lines stay lines (a newline still
+// returns the carriage) and the terminal's modes are given back.
+func TestWatchJSONInATerminalQuits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildNarad(t)
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	cmd := exec.Command(bin, "status", "--watch", "-o", "json", "--interval", "1h", "-s", b.URL())
+	home := t.TempDir()
+	cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=xterm", "NO_COLOR=1", "TZ=UTC"}
+	r := startInPTY(t, cmd, &pty.Winsize{Rows: 24, Cols: 80})
+	r.waitFor("the first line", contains("\"name\":\"orders\""))
+	r.waitFor("the line's end", contains("}\r\n"))
+	// The keys are read once the terminal hands them over one by one: only then is a
+	// lone q not held for an Enter.
+	r.waitFor("keys read at once", func(string) bool {
+		m, err := unix.IoctlGetTermios(int(r.tty.Fd()), unix.TCGETS)
+		return err == nil && m.Lflag&unix.ICANON == 0
+	})
+	r.typeKeys([]byte("q"))
+	if werr := r.end("q"); werr != nil {
+		t.Errorf("exit: %v; the terminal showed %q", werr, r.screen.String())
+	}
+	if out := r.screen.String(); strings.Contains(out, "q") || strings.Contains(out, "\x1b[?1049h") {
+		t.Errorf("q echoed, or a screen taken: %q", out)
+	}
+	r.modesKept()
+}
