@@ -139,8 +139,12 @@ type holdScreen struct {
 	quittingOnce sync.Once
 	// ended is closed once the program is gone; stop at the first signal, or then.
 	ended, stop chan struct{}
-	final       tea.Model
-	err         error
+	// givenUp is closed once what is still on its way is given up (the grace after a
+	// quitting key or a signal is over, or the screen is gone): a dead-letter produce
+	// then ends too, as the settlements do, so the quitting line's countdown holds.
+	givenUp chan struct{}
+	final   tea.Model
+	err     error
 }
 
 // openHoldScreen starts the program on the terminal.
@@ -150,17 +154,28 @@ func openHoldScreen(c *client.Client, opts *SubOptions, lease time.Duration, lin
 	if color {
 		profile = colorprofile.ANSI
 	}
-	s := &holdScreen{ended: make(chan struct{}), stop: make(chan struct{}), quitting: make(chan struct{})}
+	s := &holdScreen{ended: make(chan struct{}), stop: make(chan struct{}), quitting: make(chan struct{}),
+		givenUp: make(chan struct{})}
 	s.feed = hold.NewFeed(func(m tea.Msg) { s.p.Send(m) }, s.ended)
 	model := hold.New(hold.Options{
 		Topic: opts.Topic, Lease: lease, Peek: opts.Peek, DeadLetter: opts.DeadLetter,
 		Produce: func(ctx context.Context, topic string, body []byte, key *string) error {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-s.givenUp:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			return c.Produce(ctx, topic, body, client.ProduceOptions{Key: key})
 		},
 		Letter: holdLetter(opts),
 		Styles: render.NewStyles(opts.IO.Out, color), UTC: opts.Output.UTC,
 		Ready: s.feed.Ready, Done: s.feed.Done,
-		Quitting: func() { s.quittingOnce.Do(func() { close(s.quitting) }) },
+		Quitting:      func() { s.quittingOnce.Do(func() { close(s.quitting) }) },
+		ShutdownGrace: opts.ShutdownGrace,
 	})
 	// The first signal stops the run as it stops plain sub (what is held goes back);
 	// the keys' own Ctrl-C is the model's. The second signal is the hard stop, which
@@ -207,13 +222,18 @@ func holdConsume(c *client.Client, opts *SubOptions, lease time.Duration, s *hol
 	defer close(ran)
 	signalled := opts.Signals.Grace(opts.ShutdownGrace, ran)
 	keyed := afterOr(s.quitting, opts.ShutdownGrace, nil, ran)
+	abandon := either(s.ended, signalled, keyed)
+	go func() {
+		<-abandon // closed at the latest once the screen is gone
+		close(s.givenUp)
+	}()
 	co := consumer.Options{
 		Topic: opts.Topic, Partition: opts.Partition, Wait: opts.Wait, Max: 1,
 		Count: opts.Count, Timeout: opts.Timeout, Stop: s.stop,
 		// Once the screen is gone (a second q) or the grace is over, nobody waits for
 		// an ack still retried: it is given up at once, and named to send again
 		// (Result.Unconfirmed).
-		Abandon: either(s.ended, signalled, keyed),
+		Abandon: abandon,
 		// The same keeper as plain sub's: a message on screen is extended at a third
 		// of its lease for as long as it is there.
 		Lease: lease,

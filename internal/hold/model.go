@@ -68,6 +68,10 @@ type Options struct {
 	// settlements still on their way, so the run can bound that wait as it bounds
 	// one after a signal. Called from a command, maybe more than once; may be nil.
 	Quitting func()
+	// ShutdownGrace is how long the run lets settlements still on their way finish
+	// once the screen quits (--shutdown-grace): then it gives them up, and the quitting
+	// line counts it down. 0: not said.
+	ShutdownGrace time.Duration
 }
 
 // Arrived is a message handed to the screen: Held is nil with Peek.
@@ -173,6 +177,9 @@ type Model struct {
 	raw   bool
 	help  bool
 	quit  bool
+	// quitAt is when quit was set: the run's grace for what is on its way counts
+	// from there.
+	quitAt time.Time
 	// shown is the entry whose payload the pager holds.
 	shown    *entry
 	spinning bool
@@ -360,7 +367,9 @@ func (m *Model) giveBackSkipped(e *entry) tea.Cmd {
 }
 
 func (m Model) stop() (tea.Model, tea.Cmd) {
-	m.quit = true
+	if !m.quit {
+		m.quit, m.quitAt = true, m.o.Now()
+	}
 	var cmds []tea.Cmd
 	for _, e := range append(append([]*entry(nil), m.queue...), m.skip...) {
 		if e.h != nil && e.busy == 0 && !e.final {
@@ -458,6 +467,11 @@ func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
 	case actProduce:
 		if r.err != nil {
 			e.note, e.bad = "dead-letter produce failed: "+textenc.Escape(r.err.Error())+" (nothing settled: it is still held)", true
+			if m.quit && e.h != nil && !e.final {
+				// Quitting waited for it (given up at the grace, say): what is held goes
+				// back, as at the quitting key.
+				return m, m.settle(e, actGiveBack)
+			}
 			return m, m.andQuit(nil)
 		}
 		return m, m.settle(e, actDeadLetter)
@@ -790,8 +804,9 @@ func (m Model) noteLine(e *entry) string {
 	st := m.o.Styles
 	switch {
 	case m.quit && m.busy():
-		// q was taken: say so, and how to leave without waiting for the answer.
-		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " quitting once the node answers (q again to give up and quit now)")
+		// q was taken: say what it waits for, until when, and how to leave without
+		// waiting for the answer.
+		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " " + m.quittingText())
 	case e != nil && e.busy != 0:
 		return st.Warn.Render(spinFrames[m.frame%len(spinFrames)] + " " + e.busy.doing() + "… (retried in the background while the node answers 502/503)")
 	case e != nil && e.extending:
@@ -809,6 +824,46 @@ func (m Model) noteLine(e *entry) string {
 		return st.Dim.Render("--peek: browsing without taking (s next, r raw, y copy, ? help, q quit)")
 	}
 	return st.Dim.Render("a ack  n nack  s skip  d dead-letter  e extend  r raw  y copy  ? help  q quit")
+}
+
+// quittingText is the note while quitting waits for the node: what is on its way, when
+// the run gives it up (--shutdown-grace from the quitting key), and that a second q or
+// Ctrl-C gives it up now (the program ends; the run names each one to send again).
+func (m Model) quittingText() string {
+	s := "quitting: " + m.onTheirWay() + " retried"
+	if g := m.o.ShutdownGrace; g > 0 {
+		left := min(max(g-m.now.Sub(m.quitAt), 0), g)
+		// In whole seconds, rounded up: "giving up in 0s" only once it is over.
+		s += ", giving up in " + consumer.ShortDuration((left+time.Second-1)/time.Second*time.Second)
+	}
+	return s + " (q again to give up now; Ctrl-C too)"
+}
+
+// onTheirWay names the requests on their way, for the quitting line: "1 ack", "2
+// give-backs", or "3 requests" when they are of different kinds.
+func (m Model) onTheirWay() string {
+	n, one, many := 0, "", ""
+	for _, e := range append(append([]*entry(nil), m.queue...), m.skip...) {
+		if e.busy == 0 {
+			continue
+		}
+		k, ks := "ack", "acks"
+		switch e.busy {
+		case actNack, actSkip, actGiveBack:
+			k, ks = "give-back", "give-backs"
+		case actProduce:
+			k, ks = "dead-letter copy", "dead-letter copies"
+		}
+		if n > 0 && k != one {
+			k, ks = "request", "requests"
+		}
+		one, many = k, ks
+		n++
+	}
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func (m Model) statusLine(e *entry) string {

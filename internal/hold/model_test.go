@@ -240,6 +240,67 @@ func TestQuitGivesBackWhatIsHeld(t *testing.T) {
 	}
 }
 
+// update is Update without running the commands it returns: what they would send
+// stays on its way.
+func (h *harness) update(msg tea.Msg) {
+	m, _ := h.m.Update(msg)
+	h.m = m.(Model)
+}
+
+// noteLine is the screen's line above the status bar.
+func (h *harness) noteLine() string {
+	lines := strings.Split(h.view(), "\n")
+	return lines[len(lines)-2]
+}
+
+// A quitting key while an ack is still retried: the screen says what it waits for,
+// that the run gives it up at --shutdown-grace (counted down from the key), and that
+// a second q or Ctrl-C gives it up now, which it does.
+func TestQuittingSaysWhatItWaitsForAndUntilWhen(t *testing.T) {
+	for _, k := range []string{"q", "ctrl+c"} {
+		h := newHarness(t, func(o *Options) { o.ShutdownGrace = 30 * time.Second })
+		f := &fakeHeld{m: msgOf(`1`, 1), renewed: t0}
+		h.arrive(f)
+		h.update(tea.KeyPressMsg{Code: 'a', Text: "a"}) // the ack is on its way, retried
+		h.key(k)
+		if h.quit {
+			t.Fatalf("%s: quit with the ack on its way", k)
+		}
+		want := "quitting: 1 ack retried, giving up in 30s (q again to give up now; Ctrl-C too)"
+		if got := h.noteLine(); !strings.HasSuffix(got, want) {
+			t.Errorf("%s: note %q, want %q (whole, at 80 columns)", k, got, want)
+		}
+		h.update(tickMsg(t0.Add(2*time.Second + 300*time.Millisecond)))
+		if got := h.noteLine(); !strings.Contains(got, "giving up in 28s (") {
+			t.Errorf("%s: 2.3s later, note %q", k, got)
+		}
+		h.update(tickMsg(t0.Add(31 * time.Second)))
+		if got := h.noteLine(); !strings.Contains(got, "giving up in 0s (") {
+			t.Errorf("%s: past the grace, note %q", k, got)
+		}
+		h.key(k) // the second: leave now, the ack given up
+		if !h.quit || h.m.Tally().failed != 1 {
+			t.Errorf("%s again: quit %v, tally %+v", k, h.quit, h.m.Tally())
+		}
+	}
+}
+
+// Without a grace to count down the line says the rest; several requests on their way
+// are counted by kind.
+func TestQuittingNamesWhatIsOnItsWay(t *testing.T) {
+	h := newHarness(t, nil)
+	a := &fakeHeld{m: msgOf(`1`, 1), renewed: t0}
+	h.arrive(a)
+	h.update(tea.KeyPressMsg{Code: 's', Text: "s"}) // skipped: given back once the next arrives
+	b := &fakeHeld{m: msgOf(`2`, 2), renewed: t0}
+	h.update(Arrived{Held: b, Msg: b.m}) // a's give-back on its way
+	h.update(tea.KeyPressMsg{Code: 'a', Text: "a"})
+	h.update(tea.KeyPressMsg{Code: 'q', Text: "q"})
+	if got, want := h.noteLine(), "quitting: 2 requests retried (q again to give up now; Ctrl-C too)"; !strings.HasSuffix(got, want) {
+		t.Errorf("note %q, want %q", got, want)
+	}
+}
+
 func TestStopGivesBackAndQuits(t *testing.T) {
 	h := newHarness(t, nil)
 	f := &fakeHeld{m: msgOf(`1`, 1), renewed: t0}

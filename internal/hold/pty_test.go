@@ -4,12 +4,17 @@ package hold_test
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -720,5 +725,55 @@ func TestHoldModeCtrlCBoundsARetriedAckByTheGrace(t *testing.T) {
 		if !strings.Contains(after, want) {
 			t.Errorf("after the screen, no %q in:\n%s", want, after)
 		}
+	}
+}
+
+// A dead-letter copy still on its way when q is pressed is bounded by --shutdown-grace
+// too, as an ack is: the quitting line counts the grace down, and at its end the
+// produce is given up (here a node that never answers it), nothing is settled and the
+// message goes back, rather than the screen waiting out the produce's own minutes.
+func TestHoldModeQuitBoundsADeadLetterProduceByTheGrace(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}, {Name: "dlq", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	part, _, err := b.Produce("orders", "", []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In front of the broker, a node that takes a produce and never answers it.
+	target, _ := url.Parse(b.URL())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	hung := make(chan struct{})
+	var produces atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/produce") {
+			produces.Add(1)
+			select {
+			case <-hung:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	defer close(hung)
+	s := start(t, []string{"NARAD_ADDR=" + front.URL}, 80, 24, "sub", "orders", "-i", "--dead-letter", "dlq", "--shutdown-grace", "1s")
+	s.waitScreen("orders  p" + strconv.Itoa(part) + " @0")
+	s.press("d")
+	waitFor(t, "a produce on its way", func() bool { return produces.Load() >= 1 }, s.scr.text)
+	s.press("q")
+	s.waitScreen("quitting: 1 dead-letter copy retried, giving up in ")
+	if code := s.exit(); code != 0 {
+		t.Errorf("exit %d, want 0 (nothing settled, the message given back); screen:\n%s", code, s.scr.text())
+	}
+	if after := s.scr.afterScreen(); !strings.Contains(after, "acked 0, nacked 0, given back 1\r\n") {
+		t.Errorf("summary: %q", after)
+	}
+	if st := stats(t, b, "orders"); st.Acked() != 0 || st.InFlight() != 0 {
+		t.Errorf("orders: acked %d, in flight %d", st.Acked(), st.InFlight())
 	}
 }
