@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +44,16 @@ func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time")
 	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")
 	addJQFlag(cmd)
+}
+
+// location is the zone times are shown in, and so the one a --since or --until
+// without a zone is read in: a time copied from a line printed with --utc must mean
+// that line's moment.
+func (o *outputFlags) location() *time.Location {
+	if o.utc {
+		return time.UTC
+	}
+	return time.Local
 }
 
 // resolve checks the output flags together; changed says whether a flag was given.

@@ -130,7 +130,7 @@ func (opts *ReplayOptions) resolve(cmd *cobra.Command, args []string, typed *rep
 	if err := startConflicts(changed, "offset"); err != nil {
 		return err
 	}
-	tr, err := typed.times.resolve(now, changed)
+	tr, err := typed.times.resolve(now, typed.out.location(), changed)
 	if err != nil {
 		return err
 	}

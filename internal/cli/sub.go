@@ -200,7 +200,7 @@ func (opts *SubOptions) resolve(cmd *cobra.Command, args []string, typed *subFla
 	if opts.Match, err = typed.find.resolve(changed); err != nil {
 		return err
 	}
-	if opts.Time, err = peekTimes(now, &typed.times, opts.Peek, changed); err != nil {
+	if opts.Time, err = peekTimes(now, typed.out.location(), &typed.times, opts.Peek, changed); err != nil {
 		return err
 	}
 	if opts.Command != nil {

@@ -23,8 +23,9 @@ By time: --since TIME starts each partition at its first message stamped at or
 after TIME, found by binary search (about log2 n reads, never a scan); --until TIME
 stops it after its last message stamped at or before TIME. Stamps are whole
 seconds and both ends are inclusive. TIME is RFC 3339 (2026-12-01T10:00:00Z), local
-2026-12-01 10:00[:05] (or a date alone: its midnight), unix seconds @1796092554, or
-a duration back from now (90s, 15m, 2h, 3d, 1d12h). A partition found out of time
+2026-12-01 10:00[:05] (or a date alone: its midnight; UTC with --utc, as the lines
+show it), unix seconds @1796092554, or a duration back from now (90s, 15m, 2h, 3d,
+1d12h). A partition found out of time
 order (a clock stepped back) is read on from the last point found in order, printing
 only what is in range, and a note says so.`
 
@@ -111,7 +112,7 @@ func (t *timeFlags) addFlags(cmd *cobra.Command, follow string) {
 
 // peekTimes is sub's --since and --until: watching only, as a consumer takes what is
 // ready, whenever it was stamped.
-func peekTimes(now func() time.Time, t *timeFlags, peek bool, changed func(string) bool) (timeRange, error) {
+func peekTimes(now func() time.Time, loc *time.Location, t *timeFlags, peek bool, changed func(string) bool) (timeRange, error) {
 	if !changed("since") && !changed("until") {
 		return timeRange{}, nil
 	}
@@ -121,7 +122,7 @@ func peekTimes(now func() time.Time, t *timeFlags, peek bool, changed func(strin
 	if err := startConflicts(changed, "offset", "from-beginning"); err != nil {
 		return timeRange{}, err
 	}
-	return t.resolve(now, changed)
+	return t.resolve(now, loc, changed)
 }
 
 // startConflicts refuses --since beside another flag that says where to start.
@@ -137,9 +138,9 @@ func startConflicts(changed func(string) bool, others ...string) error {
 	return nil
 }
 
-// resolve reads both flags against the clock now (nil: time.Now) and checks them
-// together.
-func (t *timeFlags) resolve(now func() time.Time, changed func(string) bool) (timeRange, error) {
+// resolve reads both flags against the clock now (nil: time.Now), the zone-less
+// forms in loc (outputFlags.location: UTC with --utc), and checks them together.
+func (t *timeFlags) resolve(now func() time.Time, loc *time.Location, changed func(string) bool) (timeRange, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -153,7 +154,7 @@ func (t *timeFlags) resolve(now func() time.Time, changed func(string) bool) (ti
 		if !changed(fl.name) {
 			continue
 		}
-		v, ok := parseTime(fl.s, at, time.Local)
+		v, ok := parseTime(fl.s, at, loc)
 		if !ok {
 			return r, usageErrorf("invalid --%s %q (%s)", fl.name, fl.s, timeForms)
 		}

@@ -86,3 +86,40 @@ func TestTimeFlagsRefuseBeforeAnyRequest(t *testing.T) {
 		t.Errorf("since = until: %+v, %v", got, err)
 	}
 }
+
+// With --utc the lines show UTC, so a time copied from one (no zone) is read in UTC;
+// without it, in the local zone the lines are shown in. On replay and sub --peek.
+func TestTimeFlagsReadLocalFormsInTheZoneShown(t *testing.T) {
+	defer func(l *time.Location) { time.Local = l }(time.Local)
+	time.Local = time.FixedZone("IST", 5*3600+1800)
+	utc10 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		args []string
+		want time.Time
+	}{
+		{[]string{"--since", "2026-12-01 10:00"}, utc10.Add(-5*time.Hour - 30*time.Minute)},
+		{[]string{"--since", "2026-12-01 10:00", "--utc"}, utc10},
+		{[]string{"--since", "2026-12-01T10:00", "--utc"}, utc10},
+		{[]string{"--since", "2026-12-01", "--utc"}, utc10.Add(-10 * time.Hour)},
+		{[]string{"--since", "2026-12-01T10:00:00+01:00", "--utc"}, utc10.Add(-time.Hour)},
+	} {
+		r, err := parseReplay(t, append([]string{"orders"}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("replay %q: %v", tc.args, err)
+		}
+		if !r.Time.Since.Equal(tc.want) {
+			t.Errorf("replay %q: since %v, want %v", tc.args, r.Time.Since.UTC(), tc.want)
+		}
+		s, err := parseSub(t, append([]string{"orders", "--peek"}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("sub --peek %q: %v", tc.args, err)
+		}
+		if !s.Time.Since.Equal(tc.want) {
+			t.Errorf("sub --peek %q: since %v, want %v", tc.args, s.Time.Since.UTC(), tc.want)
+		}
+	}
+	r, err := parseReplay(t, "orders", "--utc", "--until", "2026-12-01 10:05")
+	if err != nil || !r.Time.Until.Equal(utc10.Add(5*time.Minute)) {
+		t.Errorf("replay --utc --until: %v, %v", r.Time.Until, err)
+	}
+}
