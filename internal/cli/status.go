@@ -107,7 +107,7 @@ func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 			"   \"error\"?,\"metrics_error\"?}\n" +
 			"(lines that go to a terminal end with q too, exit 0).\n" +
 			"--count N stops after N refreshes, --timeout D after D (exit 3 if --count was\n" +
-			"not reached).\n" +
+			"not reached); on a terminal the last screen then stays on it.\n" +
 			"A refresh costs one request per topic and one for /metrics; the topics are\n" +
 			"listed at the start and again only when the metrics show the set changed.\n\n" +
 			"--wait-empty polls the topics named every --interval until the node's metrics say\n" +

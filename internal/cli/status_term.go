@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -30,10 +31,21 @@ func watchTerminal(ctx context.Context, opts *StatusOptions, w *watcher, first w
 		}
 	}
 	// The alternate screen, the cursor hidden; both given back however this ends.
+	// A watch that ends by itself (--count, --timeout) leaves its last screen on
+	// the terminal's own, as a snapshot to read once it is over; one ended by q or
+	// Ctrl-C gives the terminal back as it was, as top and less do.
 	if _, err := io.WriteString(out, "\x1b[?1049h\x1b[?25l"); err != nil {
 		return nil
 	}
-	defer func() { _, _ = io.WriteString(out, "\x1b[?25h\x1b[?1049l") }()
+	keep := false
+	defer func() {
+		end := "\x1b[?25h\x1b[?1049l"
+		if keep {
+			v.ended = true
+			end += strings.Join(v.view(), "\r\n") + "\r\n" // raw mode until the deferred restore
+		}
+		_, _ = io.WriteString(out, end)
+	}()
 
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -65,12 +77,14 @@ func watchTerminal(ctx context.Context, opts *StatusOptions, w *watcher, first w
 			return nil // the terminal went away
 		}
 		if !more {
+			keep = true
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-end.timeout:
+			keep = true
 			return end.timedOut(opts)
 		case k := <-keys:
 			if v.key(k) {

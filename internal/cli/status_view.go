@@ -28,6 +28,9 @@ type watchView struct {
 	lastTry   time.Time
 	// top is the first row shown, when the topics do not all fit.
 	top int
+	// ended is a watch that is over: its last screen left on the terminal names
+	// no keys.
+	ended bool
 }
 
 func newWatchView(server string, interval time.Duration, styles render.Styles, width, height int) *watchView {
@@ -140,7 +143,12 @@ func (v *watchView) view() []string {
 		lines = append(lines, v.fit(l))
 	}
 	footer := "q quits"
-	if len(body) > v.rowsFit() {
+	switch {
+	case v.ended && len(body) > v.rowsFit():
+		footer = fmt.Sprintf("topics %d–%d of %d", v.top+1, end, len(body))
+	case v.ended:
+		return v.clip(lines)
+	case len(body) > v.rowsFit():
 		footer = fmt.Sprintf("topics %d–%d of %d · ↑↓ PgUp PgDn scroll · q quits", v.top+1, end, len(body))
 	}
 	lines = append(lines, s.Dim.Render(v.fit(footer)))

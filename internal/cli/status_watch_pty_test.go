@@ -105,3 +105,43 @@ func TestWatchJSONInATerminalQuits(t *testing.T) {
 	}
 	r.modesKept()
 }
+
+// TestWatchCountLeavesTheLastScreen: a watch on a terminal that ends by itself
+// (--count) gives the alternate screen back and then leaves its last screen on the
+// terminal's own, as a snapshot to read once it is over (naming no keys: none work
+// any more); q still gives the terminal back as it was (TestWatchInATerminal).
+func TestWatchCountLeavesTheLastScreen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildNarad(t)
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	cmd := exec.Command(bin, "status", "--watch", "--count", "2", "--interval", "100ms", "-s", b.URL())
+	home := t.TempDir()
+	cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH"), "TERM=xterm", "NO_COLOR=1", "TZ=UTC"}
+	r := startInPTY(t, cmd, &pty.Winsize{Rows: 24, Cols: 80})
+	if werr := r.end("--count 2"); werr != nil {
+		t.Errorf("exit: %v; the terminal showed %q", werr, r.screen.String())
+	}
+	out := r.screen.String()
+	i := strings.LastIndex(out, "\x1b[?1049l")
+	if i < 0 {
+		t.Fatalf("the alternate screen was not given back: %q", out)
+	}
+	left := out[i+len("\x1b[?1049l"):]
+	lines := strings.Split(strings.TrimSuffix(left, "\r\n"), "\r\n")
+	if len(lines) < 4 || !strings.HasPrefix(lines[0], "narad status · ") || !strings.HasPrefix(lines[1], "refreshed ") ||
+		!strings.HasPrefix(lines[2], "TOPIC ") || !strings.HasPrefix(lines[3], "orders ") {
+		t.Errorf("the last screen is not left on the terminal; after the alternate screen: %q", left)
+	}
+	// The second refresh, with its rates, is the one left.
+	if !strings.Contains(left, " 0.0") || strings.Contains(left, "q quits") || strings.Contains(left, "\x1b[H") {
+		t.Errorf("left on the terminal: %q", left)
+	}
+	r.modesKept()
+}

@@ -558,3 +558,21 @@ func TestWaitEmptyTimeoutDuringALookKeepsTheLastAnswer(t *testing.T) {
 		t.Errorf("exit %d, %v (stderr %q); want 3 and %q", exitCodeFor(err), err, errOut, want)
 	}
 }
+
+// The screen a watch leaves once it is over names no keys: none work any more.
+func TestWatchViewEndedNamesNoKeys(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 11, 12, 0, time.UTC)
+	v := newWatchView("http://127.0.0.1:7942", 2*time.Second, plainStyles(), 80, 24)
+	v.update(viewSample(at, 50))
+	v.ended = true
+	lines := v.view()
+	checkFits(t, lines, 80, 24)
+	if got := lines[len(lines)-1]; got != "topics 1–20 of 50" {
+		t.Errorf("footer %q", got)
+	}
+	v.update(viewSample(at, 2))
+	lines = v.view()
+	if len(lines) != 5 || !strings.HasPrefix(lines[4], "topic-01 ") {
+		t.Errorf("all topics fit: %q, want no footer", lines)
+	}
+}
