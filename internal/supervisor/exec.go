@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -44,6 +45,9 @@ type child struct {
 	exited chan struct{} // closed once it exited and its group was killed
 	done   chan struct{} // closed once it exited, its group is gone and its output is read
 	tail   tail          // the end of its stderr
+	// outRead and outPassed count its stdout bytes: read from its pipe, and passed
+	// on (or dropped after a write failed). Their difference is in the pump's hands.
+	outRead, outPassed atomic.Int64
 
 	mu     sync.Mutex
 	outErr error // the first write of its stdout that failed
@@ -93,7 +97,7 @@ func (s *Supervisor) start(m *client.Message, stdin []byte) (*child, error) {
 			_ = p.inW.Close()
 		}()
 	}
-	go c.reap(p, pumps)
+	go c.reap(p, pumps, s.drainClock)
 	return c, nil
 }
 
@@ -132,7 +136,7 @@ func (s *Supervisor) pumpOutput(c *child, m *client.Message, p *stdio) *sync.Wai
 	pumps.Add(2)
 	go func() {
 		defer pumps.Done()
-		s.out.pump(p.outR, s.out.stdout, prefix, nil, func(err error) {
+		s.out.pump(countingReader{p.outR, &c.outRead}, s.out.stdout, prefix, nil, &c.outPassed, func(err error) {
 			c.mu.Lock()
 			if c.outErr == nil {
 				c.outErr = err
@@ -148,23 +152,60 @@ func (s *Supervisor) pumpOutput(c *child, m *client.Message, p *stdio) *sync.Wai
 	}
 	// narad's own stderr failing is not the command's failure: it has nowhere to be
 	// reported either.
-	go func() { defer pumps.Done(); s.out.pump(p.errR, s.out.stderr, prefix, errTail, nil) }()
+	go func() { defer pumps.Done(); s.out.pump(p.errR, s.out.stderr, prefix, errTail, nil, nil) }()
 	return &pumps
 }
 
 // reap waits for c to exit, kills what it left in its group, and closes done once its
-// output was read to the end (or outputDrain passed).
-func (c *child) reap(p *stdio, pumps *sync.WaitGroup) {
+// output was read to the end, or outputDrain passed and what it wrote on stdout
+// before it exited is passed on. clock is the real one but in tests.
+//
+// The drain only stops waiting for an end of output that may never come (a process
+// that escaped the group holds the pipe): stdout the command wrote before it exited
+// is its work, and waits behind a slow reader of narad's stdout for as long as the run
+// waits for the command (its lease kept; --max-processing-time and the stops still
+// end that), where cutting it there would ack a message whose output was lost.
+func (c *child) reap(p *stdio, pumps *sync.WaitGroup, clock drainClock) {
 	_ = c.cmd.Wait()
 	// Whatever the command left running in its group would go on without a lease.
 	_ = signalGroup(c, syscall.SIGKILL)
 	close(c.exited)
 	_ = p.inW.Close()
-	t := time.AfterFunc(outputDrain, func() { closeAll(p.outR, p.errR) })
+	owed := int64(-1) // unknown where the pipe cannot say what it holds: not waited for
+	if n, err := unreadBytes(p.outR); err == nil {
+		owed = c.outRead.Load() + int64(n)
+	}
+	pumped := make(chan struct{})
+	t := clock.afterFunc(outputDrain, func() {
+		for owed >= 0 && c.outPassed.Load() < owed && !chans.Closed(pumped) {
+			clock.sleep(outputDrain / 20)
+		}
+		closeAll(p.outR, p.errR)
+	})
 	pumps.Wait()
+	close(pumped)
 	t.Stop()
 	closeAll(p.outR, p.errR)
 	close(c.done)
+}
+
+// drainClock is the output drain's timer and its wait for a slow reader:
+// time.AfterFunc and time.Sleep, which a test replaces to order events itself.
+type drainClock struct {
+	afterFunc func(time.Duration, func()) *time.Timer
+	sleep     func(time.Duration)
+}
+
+// countingReader counts the bytes read from r into n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func closeAll(fs ...*os.File) {
@@ -361,8 +402,9 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLin
 
 // pump passes r on to w a line at a time, and keeps its end in t (if not nil). A write
 // that fails is told to failed (if not nil) once; the rest of r is read and dropped,
-// so the command is never blocked on output that can go nowhere.
-func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail, failed func(error)) {
+// so the command is never blocked on output that can go nowhere. passed (if not nil)
+// counts the bytes of r done with: written, or dropped.
+func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail, passed *atomic.Int64, failed func(error)) {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
 	defer func() {
@@ -396,6 +438,9 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail, failed f
 				if werr != nil && failed != nil {
 					failed(werr)
 				}
+			}
+			if passed != nil {
+				passed.Add(int64(len(chunk)))
 			}
 		}
 		if err != nil && err != bufio.ErrBufferFull {

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // groupAttr starts each command in its own process group, so a stop reaches what it
@@ -35,4 +37,19 @@ func childPipe(childReads bool) (ours, theirs *os.File, err error) {
 		return nil, nil, os.NewSyscallError("fcntl", err)
 	}
 	return os.NewFile(uintptr(our), "|0"), os.NewFile(uintptr(their), "|1"), nil
+}
+
+// unreadBytes is how many bytes wait in the pipe f reads (FIONREAD, which Linux calls TIOCINQ): output the
+// command wrote that the pump has not read yet.
+func unreadBytes(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil {
+		return 0, err
+	}
+	return n, ierr
 }

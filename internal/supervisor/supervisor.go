@@ -100,9 +100,11 @@ type Supervisor struct {
 	out      *output
 	attempts *attempts
 	runs     *runs
-	tally    *tally // nil unless CountMessages
-	acker    *consumer.Acker
-	failures atomic.Int64 // commands that failed (not timed out)
+	// drainClock times the output drain after a command exits (see child.reap).
+	drainClock drainClock
+	tally      *tally // nil unless CountMessages
+	acker      *consumer.Acker
+	failures   atomic.Int64 // commands that failed (not timed out)
 
 	sem chan struct{} // a token per running command
 
@@ -173,15 +175,16 @@ func New(o Options) (*Supervisor, error) {
 		t = newTally()
 	}
 	return &Supervisor{
-		o:        o,
-		envelope: o.DeadLetterFormat == FormatEnvelope,
-		tally:    t,
-		path:     path,
-		acks:     acks,
-		env:      baseEnv(env),
-		attempts: newAttempts(),
-		runs:     newRuns(),
-		acker:    consumer.NewAcker(consumer.AckerOptions{Window: o.AckWindow}),
+		o:          o,
+		envelope:   o.DeadLetterFormat == FormatEnvelope,
+		tally:      t,
+		path:       path,
+		acks:       acks,
+		env:        baseEnv(env),
+		attempts:   newAttempts(),
+		runs:       newRuns(),
+		drainClock: drainClock{afterFunc: time.AfterFunc, sleep: time.Sleep},
+		acker:      consumer.NewAcker(consumer.AckerOptions{Window: o.AckWindow}),
 		out: &output{lock: make(chan struct{}, 1), quit: stopping,
 			stdout: orDiscard(o.Stdout), stderr: orDiscard(o.Stderr)},
 		sem:       make(chan struct{}, o.Concurrency),
