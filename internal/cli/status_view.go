@@ -134,7 +134,9 @@ func (v *watchView) view() []string {
 		return v.clip(lines)
 	}
 	var buf bytes.Buffer
-	_ = render.Table(&buf, false, false, watchHeaders, watchCells(rows)) // a bytes.Buffer takes every write
+	cells := watchCells(rows)
+	fitNames(watchHeaders, cells, v.width)
+	_ = render.Table(&buf, false, false, watchHeaders, cells) // a bytes.Buffer takes every write
 	table := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	lines = append(lines, s.Header.Render(v.fit(table[0])))
 	body := table[1:]
@@ -153,6 +155,33 @@ func (v *watchView) view() []string {
 	}
 	lines = append(lines, s.Dim.Render(v.fit(footer)))
 	return v.clip(lines)
+}
+
+// fitNames cuts the names in the first column of cells, with an ellipsis, so that
+// the table (render.Table's, two spaces between columns) fits width columns with
+// every other column whole: a topic name gives way before a number does. Names keep
+// at least the header's width; a screen too narrow even for that is cut at its edge
+// as any line is.
+func fitNames(headers []string, cells [][]string, width int) {
+	const gap = 2
+	others := 0
+	for j := 1; j < len(headers); j++ {
+		w := render.Width(headers[j])
+		for _, row := range cells {
+			if j < len(row) {
+				w = max(w, render.Width(render.Escape(row[j])))
+			}
+		}
+		others += gap + w
+	}
+	room := max(width-others, render.Width(headers[0]))
+	for _, row := range cells {
+		if len(row) > 0 {
+			// Escaped first (the table's escaping leaves escaped text as it is), so the
+			// cut counts the columns the name takes on screen.
+			row[0] = render.Truncate(render.Escape(row[0]), room)
+		}
+	}
 }
 
 // clip keeps the first height lines.

@@ -576,3 +576,45 @@ func TestWatchViewEndedNamesNoKeys(t *testing.T) {
 		t.Errorf("all topics fit: %q, want no footer", lines)
 	}
 }
+
+// At 80 columns a long topic name gives way before any number: the name column is
+// cut with an ellipsis so in flight, lag and both rates always show.
+func TestWatchViewLongTopicNameKeepsTheNumbers(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 11, 12, 0, time.UTC)
+	long := strings.Repeat("orders-eu-west-", 4) // 60 characters
+	s := watchSample{At: at, Rows: []TopicStatus{
+		{Name: long, Partitions: 12, Retained: 1234567, SizeBytes: 987654321,
+			InFlight: ptr(int64(4321)), Lag: ptr(int64(98765)), ProducePerSec: ptr(1234.5), ConsumePerSec: ptr(987.6)},
+		{Name: "short", Partitions: 3, Retained: 1, InFlight: ptr(int64(0)), Lag: ptr(int64(0)),
+			ProducePerSec: ptr(0.0), ConsumePerSec: ptr(0.0)},
+	}}
+	v := newWatchView("http://127.0.0.1:7942", 2*time.Second, plainStyles(), 80, 24)
+	v.update(s)
+	lines := v.view()
+	checkFits(t, lines, 80, 24)
+	header, row, short := lines[2], lines[3], lines[4]
+	if !strings.HasSuffix(header, "PRODUCE/S  CONSUME/S") {
+		t.Errorf("header cut: %q", header)
+	}
+	fields := strings.Fields(row)
+	if len(fields) != 9 || !strings.HasSuffix(fields[0], "…") || !strings.HasPrefix(long, strings.TrimSuffix(fields[0], "…")) {
+		t.Fatalf("row %q: want the name cut with an ellipsis and every number whole", row)
+	}
+	// partitions, messages, size (two fields), in flight, lag, produce/s, consume/s
+	if got, want := strings.Join(fields[1:], " "), "12 1234567 941.9 MiB 4321 98765 1234.5 987.6"; got != want {
+		t.Errorf("numbers %q, want %q", got, want)
+	}
+	if !strings.HasPrefix(short, "short ") || !strings.HasSuffix(short, "0.0        0.0") {
+		t.Errorf("a short name stays whole, the columns aligned: %q", short)
+	}
+	for _, l := range lines[2:5] {
+		if render.Width(l) > 80 {
+			t.Errorf("%q wider than 80", l)
+		}
+	}
+	// Wide enough: nothing is cut.
+	v.resize(140, 24)
+	if got := v.view()[3]; !strings.HasPrefix(got, long+" ") {
+		t.Errorf("at 140 columns the name is cut: %q", got)
+	}
+}
