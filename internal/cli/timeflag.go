@@ -72,7 +72,7 @@ func parseTimeForm(s string, now time.Time, loc *time.Location) (time.Time, bool
 		}
 		return time.Unix(sec, 0), true
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, rfc3339Form(s)); err == nil {
 		return t, true
 	}
 	for _, layout := range localLayouts {
@@ -88,6 +88,17 @@ func parseTimeForm(s string, now time.Time, loc *time.Location) (time.Time, bool
 		}
 	}
 	return time.Time{}, false
+}
+
+// rfc3339Form is s in the one spelling of RFC 3339 that Go's layout reads: the
+// standard also allows a space between date and time and a lower-case t and z (its
+// section 5.6), and GNU date --rfc-3339=seconds and Python's str(datetime) write the
+// space (2026-12-01 10:00:00+00:00).
+func rfc3339Form(s string) string {
+	if len(s) > len("2006-01-02") && s[len("2006-01-02")] == ' ' {
+		s = s[:len("2006-01-02")] + "T" + s[len("2006-01-02")+1:]
+	}
+	return strings.ToUpper(s)
 }
 
 // maxUnixSeconds keeps an @ time within what time.Time and its Unix seconds hold

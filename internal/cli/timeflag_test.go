@@ -16,6 +16,11 @@ func TestParseTime(t *testing.T) {
 		{"2026-12-01T10:00:00Z", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)},
 		{"2026-12-01T10:00:00+01:00", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
 		{"2026-12-01T10:00:00.250Z", time.Date(2026, 12, 1, 10, 0, 0, 250e6, time.UTC)},
+		// RFC 3339 allows a space for the T (GNU date --rfc-3339, Python's str(datetime))
+		// and a lower-case t and z.
+		{"2026-12-01 10:00:00+01:00", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
+		{"2026-12-01 10:00:00.5Z", time.Date(2026, 12, 1, 10, 0, 0, 5e8, time.UTC)},
+		{"2026-12-01t10:00:00z", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)},
 		{"2026-12-01 10:00", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
 		{"2026-12-01 10:00:05", time.Date(2026, 12, 1, 9, 0, 5, 0, time.UTC)},
 		{"2026-12-01T10:00", time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
