@@ -136,7 +136,7 @@ func (s *Supervisor) pumpOutput(c *child, m *client.Message, p *stdio) *sync.Wai
 	pumps.Add(2)
 	go func() {
 		defer pumps.Done()
-		s.out.pump(countingReader{p.outR, &c.outRead}, s.out.stdout, prefix, nil, &c.outPassed, func(err error) {
+		s.out.pump(countingReader{p.outR, &c.outRead}, s.out.stdout, s.out.outLock, prefix, nil, &c.outPassed, func(err error) {
 			c.mu.Lock()
 			if c.outErr == nil {
 				c.outErr = err
@@ -152,7 +152,7 @@ func (s *Supervisor) pumpOutput(c *child, m *client.Message, p *stdio) *sync.Wai
 	}
 	// narad's own stderr failing is not the command's failure: it has nowhere to be
 	// reported either.
-	go func() { defer pumps.Done(); s.out.pump(p.errR, s.out.stderr, prefix, errTail, nil, nil) }()
+	go func() { defer pumps.Done(); s.out.pump(p.errR, s.out.stderr, s.out.errLock, prefix, errTail, nil, nil) }()
 	return &pumps
 }
 
@@ -280,31 +280,33 @@ func (c *child) terminate(ctx context.Context, grace time.Duration) {
 	defer t.Stop()
 	select {
 	case <-c.exited:
-		c.drain()
+		c.drain(ctx)
 		return
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	c.kill()
+	c.kill(ctx)
 }
 
 // kill ends the process group at once and waits for it.
-func (c *child) kill() {
+func (c *child) kill(ctx context.Context) {
 	c.signal(syscall.SIGKILL)
 	<-c.exited
-	c.drain()
+	c.drain(ctx)
 }
 
 // drain waits for the output of a command that is gone, but not for ever: a stdout
 // whose reader stopped reading would otherwise hold a stop up, and the message's
 // lease with it, for as long as that reader sleeps. What is not passed on by then
-// is lost, as the output of a stopped command may be.
-func (c *child) drain() {
+// is lost, as the output of a stopped command may be. ctx's end (the hard stop)
+// ends the wait: the second Ctrl-C must not wait for a reader.
+func (c *child) drain(ctx context.Context) {
 	t := time.NewTimer(outputDrain)
 	defer t.Stop()
 	select {
 	case <-c.done:
 	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -386,11 +388,47 @@ func keyVar(m *client.Message) (name, value string, ok bool) {
 // output passes the commands' output on, a whole line per write under one lock, so
 // that lines of concurrent commands never mix.
 type output struct {
-	// lock is a token rather than a mutex so that a notice can stop waiting for it: a
-	// line blocked on a stdout nobody reads holds it for as long as that lasts.
-	lock           chan struct{}
-	quit           <-chan struct{} // the soft stop
-	stdout, stderr io.Writer
+	// outLock and errLock are tokens rather than mutexes so that a notice can stop
+	// waiting for one: a line blocked on a stdout nobody reads holds outLock for as
+	// long as that lasts. They are one token when stdout and stderr are one file (a
+	// terminal, `2>&1`), so that lines of the two never interleave there; otherwise a
+	// stuck stdout never holds up narad's own lines on stderr.
+	outLock, errLock chan struct{}
+	quit             <-chan struct{} // the soft stop
+	stdout, stderr   io.Writer
+	// errStuck is set once a line of narad's own gave up waiting for errLock: later
+	// lines then take it only if it is free, so a stop is not held up a second per line.
+	errStuck atomic.Bool
+}
+
+// newOutput is the output to stdout and stderr (nil discards), ending its waits at quit.
+func newOutput(stdout, stderr io.Writer, quit <-chan struct{}) *output {
+	o := &output{outLock: make(chan struct{}, 1), quit: quit,
+		stdout: orDiscard(stdout), stderr: orDiscard(stderr)}
+	o.errLock = o.outLock
+	if !sameFile(stdout, stderr) {
+		o.errLock = make(chan struct{}, 1)
+	}
+	return o
+}
+
+// sameFile reports whether a and b write to one file: one writer, or two open files of
+// one terminal, pipe or file.
+func sameFile(a, b io.Writer) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	fa, okA := a.(*os.File)
+	fb, okB := b.(*os.File)
+	if !okA || !okB {
+		return false
+	}
+	sa, errA := fa.Stat()
+	sb, errB := fb.Stat()
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // maxLine is the longest line held back whole; a longer one goes out in pieces.
@@ -404,7 +442,7 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLin
 // that fails is told to failed (if not nil) once; the rest of r is read and dropped,
 // so the command is never blocked on output that can go nowhere. passed (if not nil)
 // counts the bytes of r done with: written, or dropped.
-func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail, passed *atomic.Int64, failed func(error)) {
+func (o *output) pump(r io.Reader, w io.Writer, lock chan struct{}, prefix string, t *tail, passed *atomic.Int64, failed func(error)) {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
 	defer func() {
@@ -432,9 +470,9 @@ func (o *output) pump(r io.Reader, w io.Writer, prefix string, t *tail, passed *
 			}
 			midLine = err == bufio.ErrBufferFull
 			if werr == nil {
-				o.lock <- struct{}{}
+				lock <- struct{}{}
 				_, werr = w.Write(buf)
-				<-o.lock
+				<-lock
 				if werr != nil && failed != nil {
 					failed(werr)
 				}
@@ -464,10 +502,11 @@ func joinLines(text string) string {
 
 // line writes a line of narad's own on stderr. Once a stop came (the soft one, or
 // ctx's end) it waits for the lock only outputDrain more, then drops the line: what
-// it is about must still be settled and the stop must end.
+// it is about must still be settled and the stop must end. Once one line was dropped
+// so, the next waits only if the lock is free: stderr is stuck behind its reader.
 func (o *output) line(ctx context.Context, text string) {
 	select {
-	case o.lock <- struct{}{}:
+	case o.errLock <- struct{}{}:
 	case <-o.quit:
 		if !o.lockWithin(outputDrain) {
 			return
@@ -477,17 +516,26 @@ func (o *output) line(ctx context.Context, text string) {
 			return
 		}
 	}
-	defer func() { <-o.lock }()
+	defer func() { <-o.errLock }()
 	_, _ = io.WriteString(o.stderr, text+"\n")
 }
 
 func (o *output) lockWithin(d time.Duration) bool {
+	if o.errStuck.Load() {
+		d = 0
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case o.lock <- struct{}{}:
+	case o.errLock <- struct{}{}:
 		return true
 	case <-t.C:
+		select {
+		case o.errLock <- struct{}{}:
+			return true
+		default:
+		}
+		o.errStuck.Store(true)
 		return false
 	}
 }

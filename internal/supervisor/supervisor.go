@@ -185,13 +185,12 @@ func New(o Options) (*Supervisor, error) {
 		runs:       newRuns(),
 		drainClock: drainClock{afterFunc: time.AfterFunc, sleep: time.Sleep},
 		acker:      consumer.NewAcker(consumer.AckerOptions{Window: o.AckWindow}),
-		out: &output{lock: make(chan struct{}, 1), quit: stopping,
-			stdout: orDiscard(o.Stdout), stderr: orDiscard(o.Stderr)},
-		sem:       make(chan struct{}, o.Concurrency),
-		changed:   make(chan struct{}, 1),
-		stopping:  stopping,
-		graceOver: make(chan struct{}),
-		outGone:   make(chan struct{}),
+		out:        newOutput(o.Stdout, o.Stderr, stopping),
+		sem:        make(chan struct{}, o.Concurrency),
+		changed:    make(chan struct{}, 1),
+		stopping:   stopping,
+		graceOver:  make(chan struct{}),
+		outGone:    make(chan struct{}),
 	}, nil
 }
 
@@ -634,7 +633,7 @@ func (s *Supervisor) run(ctx context.Context, m *client.Message, lost <-chan str
 		c.terminate(ctx, s.o.KillGrace)
 	case <-ctx.Done():
 		r.end = stopped
-		c.kill()
+		c.kill(ctx)
 	}
 	r.took = time.Since(began)
 	if r.end == exited {
