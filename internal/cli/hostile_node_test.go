@@ -119,3 +119,24 @@ func TestHostileNodeSendsAnUndecodableMessage(t *testing.T) {
 		t.Errorf("acked %v, given back %v", a, nk)
 	}
 }
+
+// A node's error text is shown on the line for each handle that failed, and a bidi
+// override or zero-width character in it reaches the terminal only as a visible escape:
+// raw, it would reorder or hide what the operator reads on that line.
+func TestHostileNodeErrorTextKeepsNoInvisibleCharacters(t *testing.T) {
+	n := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"results":[{"status":410,"error":"gone \u202eevil\u200b"},{"status":500,"error":"boom \u2066x"}]}`)
+	}))
+	t.Cleanup(n.Close)
+	r := runCLI(t, nil, true, "-s", n.URL, "ack", "t", "h1", "h2")
+	for _, c := range []string{"\u202e", "\u200b", "\u2066"} {
+		if strings.Contains(r.stderr, c) {
+			t.Errorf("stderr %q carries a raw %U", r.stderr, []rune(c)[0])
+		}
+	}
+	if !strings.Contains(r.stderr, `narad: ack h1: lease gone (410 gone \u202eevil\u200b)`) ||
+		!strings.Contains(r.stderr, `narad: ack h2: failed (500 boom \u2066x)`) {
+		t.Errorf("stderr %q: want each error with its escapes shown", r.stderr)
+	}
+}

@@ -68,6 +68,7 @@ func TestErrorText(t *testing.T) {
 		"":                                         "",
 		"tab\tand\x1b[31mescape":                   "tab and[31mescape",
 		`{"error":"two\nlines"}`:                   "two lines",
+		"bidi \u202eevil\u200b\u2066!":             `bidi \u202eevil\u200b\u2066!`,
 		"not json {\"error\":\"x\"":                "not json {\"error\":\"x\"",
 		string([]byte{0xff, 0xfe, 'o', 'k', '\n'}): "\ufffd\ufffdok",
 	} {

@@ -89,7 +89,9 @@ func IsRouteMissing(err error) bool {
 
 // oneLine trims s and folds its whitespace runs (newlines included) to single spaces
 // so an error stays one line on stderr; control characters are dropped because the
-// text goes to a terminal. A text longer than maxErrorText is cut, and says how much
+// text goes to a terminal, and bidi controls and zero-width characters are written as
+// visible \u escapes, as a payload's are: raw, they would reorder or hide the rest of
+// the line the operator reads. A text longer than maxErrorText is cut, and says how much
 // of it was left out: "… (5,123 bytes, 4,611 not shown)".
 func oneLine(s string) string {
 	var b strings.Builder
@@ -110,6 +112,10 @@ func oneLine(s string) string {
 		if space && b.Len() > 0 { // a dropped control character leaves no space in front
 			b.WriteByte(' ')
 			space = false
+		}
+		if textenc.IsInvisible(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
 		}
 		b.WriteRune(r)
 	}
