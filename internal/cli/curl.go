@@ -51,6 +51,9 @@ func curlCommand(e client.RequestEvent) string {
 		b.WriteString(` -u "$NARAD_USER:$NARAD_PASS"`)
 	}
 	switch {
+	case e.Secret:
+		// Not even a placeholder inline: pasted as it is, it would set that password.
+		b.WriteString(" --data-binary @-  # the body on stdin: it holds a password, not shown")
 	case e.Body == nil:
 	case len(e.Body) <= curlInlineMax && printableText(e.Body):
 		b.WriteString(" --data-binary " + shellQuote(string(e.Body)))

@@ -313,6 +313,9 @@ func (c *Client) send(ctx context.Context, r *request) (*response, error) {
 	if len(c.hooks.request) > 0 {
 		// Cloned before the credentials go in: no hook ever sees them.
 		ev := RequestEvent{Exchange: x, Header: req.Header.Clone(), Auth: c.hasAuth, Body: r.body}
+		if r.op < opCount && secretBody[r.op] {
+			ev.Body, ev.Secret = nil, true
+		}
 		for _, h := range c.hooks.request {
 			h.OnRequest(ev)
 		}

@@ -205,6 +205,45 @@ func TestHooksNeverSeeCredentials(t *testing.T) {
 	}
 }
 
+// A password in a request's body (user add, user passwd) is sent to the node and given
+// to no hook: --curl and -v would print it.
+func TestHooksNeverSeeAPasswordInTheBody(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, body []byte) {
+		mu.Lock()
+		got = append(got, string(body))
+		mu.Unlock()
+		if r.Method == http.MethodPost {
+			writeJSON(w, 201, `{"username":"ci","grants":[]}`)
+			return
+		}
+		w.WriteHeader(204)
+	})
+	var log EventLog
+	c, _ := newClient(t, n.URL, func(cfg *Config) { cfg.Hooks = []Hook{&log} })
+	if _, err := c.CreateUser(ctxT(t), "ci", "new-Pa55", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetPassword(ctxT(t), "ci", "newer-Pa55", "new-Pa55"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || !strings.Contains(got[0], `"password":"new-Pa55"`) || !strings.Contains(got[1], `"new_password":"newer-Pa55"`) {
+		t.Fatalf("the node got %q", got)
+	}
+	reqs := log.Snapshot().Requests
+	if len(reqs) != 2 {
+		t.Fatalf("events:\n%s", log.String())
+	}
+	for _, e := range reqs {
+		if !e.Secret || e.Body != nil {
+			t.Errorf("%s: Secret %v, body %q; want the body withheld", e.Op, e.Secret, e.Body)
+		}
+	}
+}
+
 // Every request carries X-Narad-Client: a v3.1 node refuses a batch consume without it
 // and a POST with neither it nor a JSON or octet-stream Content-Type (415).
 func TestEveryRequestNamesTheClient(t *testing.T) {

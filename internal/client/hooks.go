@@ -54,9 +54,12 @@ type RequestEvent struct {
 	Header http.Header
 	// Auth is set when the request carries Basic credentials, which no event shows.
 	Auth bool
-	// Body is the body sent, nil when none. It is the request's own: read it only
-	// during the call.
+	// Body is the body sent, nil when none or Secret. It is the request's own: read
+	// it only during the call.
 	Body []byte
+	// Secret is set when the body carries a password (user add, user passwd): Body is
+	// then nil, so that no hook can show the password (--curl would print it).
+	Secret bool
 }
 
 // SentEvent is one attempt on its way (HookSent).

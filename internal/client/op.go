@@ -143,6 +143,10 @@ var sentOnce = [opCount]bool{
 	OpDecommission: true, OpCancelDecommission: true,
 }
 
+// secretBody are the operations whose request body carries a password: no hook is
+// given it (see RequestEvent.Secret), as none is given the Authorization header.
+var secretBody = [opCount]bool{OpAddUser: true, OpSetPassword: true}
+
 // Retried reports whether o is retried on a 502, 503, 504 or 421 (and on a connection
 // error) before its error comes back: every operation but the changes and readyz.
 func (o Op) Retried() bool { return o < opCount && !sentOnce[o] }
