@@ -25,6 +25,8 @@ func Main(args []string) int {
 	ios := iostreams.System()
 	sigs := ProcessSignals()
 	defer sigs.Close()
+	// The second signal must end the run even when stderr's reader stopped reading.
+	ios.StderrGivesUpAt(sigs.Hard.Done())
 	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs, ReadSecret: terminalSecret(ios.ErrOut, sigs.Soft),
 		tune: newProcessTuning(os.Getenv)}
 	return Run(f, args)

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,8 @@ func TestSameFile(t *testing.T) {
 		{"two files", a, b, false},
 		{"one buffer", &buf, &buf, true},
 		{"a file and a buffer", a, &buf, false},
+		{"a file and a wrapper of it", a, wrapper{a2}, true},
+		{"a wrapper of another file", wrapper{b}, a, false},
 	} {
 		x, y := c.x.(interface{ Write([]byte) (int, error) }), c.y.(interface{ Write([]byte) (int, error) })
 		if got := sameFile(x, y); got != c.want {
@@ -107,6 +110,13 @@ func TestSameFile(t *testing.T) {
 		}
 	}
 }
+
+// wrapper is a writer that says what it wraps, as stderr does once it gives up on a
+// stuck reader at the hard stop.
+type wrapper struct{ w io.Writer }
+
+func (w wrapper) Write(p []byte) (int, error) { return w.w.Write(p) }
+func (w wrapper) Unwrap() io.Writer           { return w.w }
 
 // At the hard stop (ctx's end) the drain of a killed command's output does not wait
 // for a reader that stopped reading: the second Ctrl-C took a second more per command.
