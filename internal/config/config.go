@@ -189,8 +189,16 @@ func ValidateServer(s string) error {
 }
 
 // RedactURL hides any userinfo in a URL before it is shown, also in one that does
-// not parse (what a user mistyped may still hold a password).
+// not parse (what a user mistyped may still hold a password) and in one without a
+// scheme ("u:p@host:port" means http://u:p@host:port, but url.Parse reads it as
+// scheme "u" and leaves the rest whole).
 func RedactURL(s string) string {
+	if !strings.Contains(s, "://") {
+		if at := strings.LastIndex(s, "@"); at >= 0 {
+			return "xxxxx" + s[at:]
+		}
+		return s
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		if at := strings.LastIndex(s, "@"); at >= 0 {

@@ -283,3 +283,20 @@ func TestServerWithoutScheme(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://u:PW@h:1":         "http://xxxxx@h:1",
+		"https://u:PW@h/p":        "https://xxxxx@h/p",
+		"u:PW@h:2":                "xxxxx@h:2", // http://u:PW@h:2, as -s host:port reads
+		"u:PW@":                   "xxxxx@",
+		"http://u:P%zzW@h:1":      "http://xxxxx@h:1", // does not parse
+		"http://h:1":              "http://h:1",
+		"h:1":                     "h:1",
+		"http://127.0.0.1:7942/x": "http://127.0.0.1:7942/x",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
