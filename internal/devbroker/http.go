@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 type route struct {
@@ -174,7 +176,9 @@ func (b *Broker) logged(h http.Handler) http.Handler {
 				status = strconv.Itoa(sw.status)
 			}
 			b.logMu.Lock()
-			fmt.Fprintf(b.cfg.Log, "%s %s %s %v\n", r.Method, r.URL.Path, status, time.Since(start).Round(time.Microsecond))
+			// The path is the client's choice (a 404 needs no credentials) and the log is
+			// read on a terminal: escaped, so it cannot drive that terminal.
+			fmt.Fprintf(b.cfg.Log, "%s %s %s %v\n", r.Method, textenc.Escape(r.URL.Path), status, time.Since(start).Round(time.Microsecond))
 			b.logMu.Unlock()
 		}()
 		h.ServeHTTP(sw, r)

@@ -223,3 +223,26 @@ func TestRequestLog(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// The request log is read on the terminal narad dev runs in, and anyone who can reach
+// the port chooses the path (no credentials are needed for a 404): its control
+// characters are logged as visible escapes, never raw.
+func TestRequestLogEscapesThePath(t *testing.T) {
+	var mu sync.Mutex
+	var buf strings.Builder
+	h := start(t, Config{Log: writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})})
+	h.do("GET", "/v1/topics/%1b%5d0;owned%07%c2%9b%e2%80%ae/consume", nil)
+	mu.Lock()
+	defer mu.Unlock()
+	got := buf.String()
+	if strings.ContainsAny(got, "\x1b\x07\u009b\u202e") {
+		t.Errorf("log %q carries raw control characters", got)
+	}
+	if !strings.HasPrefix(got, `GET /v1/topics/\x1b]0;owned\x07\u009b\u202e/consume 404 `) {
+		t.Errorf("log %q: want the path with its escapes shown", got)
+	}
+}
