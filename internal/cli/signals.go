@@ -25,6 +25,9 @@ type Signals struct {
 	// gives what still settles after it (Grace), 0 when it gives none.
 	softAt time.Time
 	grace  time.Duration
+	// timedOut is when the run's own timeout came (GraceOr), before any signal: its
+	// grace counts from there.
+	timedOut time.Time
 
 	// process says Listen wires the process's signals (Main); unwire undoes it.
 	process bool
@@ -62,15 +65,50 @@ func (s *Signals) Grace(d time.Duration, done <-chan struct{}) <-chan struct{} {
 	return s.SoftThen(d, done)
 }
 
-// graceEnd is when the grace after the first signal ends; the zero time before a
-// signal, or when the command gives none.
+// GraceOr is Grace for a run that also stops by itself after timeout (--timeout; 0:
+// never): the grace starts at the first signal or at the timeout, whichever comes
+// first, as both stops let what still settles go on for d and no longer.
+func (s *Signals) GraceOr(timeout, d time.Duration, done <-chan struct{}) <-chan struct{} {
+	if timeout <= 0 {
+		return s.Grace(d, done)
+	}
+	s.mu.Lock()
+	s.grace = d
+	s.mu.Unlock()
+	stopped := make(chan struct{})
+	go func() {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-s.Soft:
+		case <-t.C:
+			s.mu.Lock()
+			if s.count == 0 {
+				s.timedOut = time.Now()
+			}
+			s.mu.Unlock()
+		case <-done:
+			return
+		}
+		close(stopped)
+	}()
+	return afterOr(stopped, d, s.Hard.Done(), done)
+}
+
+// graceEnd is when the grace after the first signal (or the run's timeout) ends; the
+// zero time before either, or when the command gives none.
 func (s *Signals) graceEnd() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.count == 0 || s.grace <= 0 {
+	switch {
+	case s.grace <= 0:
 		return time.Time{}
+	case s.count > 0:
+		return s.softAt.Add(s.grace)
+	case !s.timedOut.IsZero():
+		return s.timedOut.Add(s.grace)
 	}
-	return s.softAt.Add(s.grace)
+	return time.Time{}
 }
 
 // ClearForCleanStop forgets the signal, for servers whose clean stop on SIGINT/SIGTERM

@@ -346,17 +346,18 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	co.OnSurplus = opts.surplusNotice()
 	co.OnUndecodable = opts.undecodableNotice
 	m.wire(&co)
-	// Settlements still retrying when the grace after a signal ends (for running
-	// commands, or lines in a pipe) are given up then, as at a second signal, and
-	// listed for pasting.
-	ran := make(chan struct{})
-	defer close(ran)
-	co.Abandon = opts.Signals.Grace(opts.ShutdownGrace, ran)
 	defer opts.announceSettleStop(retries, opts.ShutdownGrace)()
 	h, sup, err := mode(c, &co, m)
 	if err != nil {
 		return err
 	}
+	// Settlements still retrying when the grace after a signal or the timeout ends
+	// (for running commands, or lines in a pipe) are given up then, as at a second
+	// signal, and listed for pasting. Here, once mode has counted the timeout from
+	// where the run starts.
+	ran := make(chan struct{})
+	defer close(ran)
+	co.Abandon = opts.Signals.GraceOr(co.Timeout, opts.ShutdownGrace, ran)
 	if sup != nil {
 		defer opts.announceStop(sup)()
 		co.OnFatal = opts.announceFatal(sup)
