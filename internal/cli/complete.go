@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/narad/narad/internal/config"
+	"github.com/narad/narad/internal/textenc"
 )
 
 // defaultCompletionTimeout bounds how long TAB waits for the node: a completion
@@ -232,7 +233,9 @@ func (f *Factory) completeContextNames(_ *cobra.Command, _ []string, toComplete 
 	sort.Strings(names)
 	out := make([]cobra.Completion, 0, len(names))
 	for _, name := range names {
-		desc := config.RedactURL(cfg.Contexts[name].Server)
+		// The server is a hand-edited file's text, and the shell shows the description
+		// on the terminal.
+		desc := textenc.Escape(config.RedactURL(cfg.Contexts[name].Server))
 		if name == cfg.CurrentContext {
 			desc += " (current)"
 		}

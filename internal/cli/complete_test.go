@@ -212,6 +212,24 @@ func TestCompleteContextsAndServers(t *testing.T) {
 	}
 }
 
+// A context's server is a hand-edited file's text: in a completion's description (which
+// the shell shows on the terminal) its control characters are escaped, and a newline or
+// tab cannot add a completion of its own.
+func TestCompleteContextDescriptionsAreEscaped(t *testing.T) {
+	e := newCompleteEnv(t, "")
+	cfg := "contexts:\n  a:\n    server: \"http://h:1/\\e]0;x\\a\\u009b\\u202e\\nfake\\tentry\"\n"
+	if err := os.WriteFile(e.env["NARAD_CONFIG"], []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(cobra.ShellCompRequestCmd, "context", "use", "")
+	if strings.ContainsAny(r.stdout, "\x1b\a\u009b\u202e") {
+		t.Errorf("a description carries raw control characters: %q", r.stdout)
+	}
+	if want := "a\thttp://h:1/\\x1b]0;x\\x07\\u009b\\u202e\\nfake\\tentry\n:4\n"; r.stdout != want {
+		t.Errorf("completion %q, want %q", r.stdout, want)
+	}
+}
+
 // A node that is down, hangs, or sends names no topic can have completes nothing
 // and says nothing; the hang is cut off by the completion timeout.
 func TestCompleteTopicsSilentOnFailure(t *testing.T) {
