@@ -140,3 +140,28 @@ func TestHostileNodeErrorTextKeepsNoInvisibleCharacters(t *testing.T) {
 		t.Errorf("stderr %q: want each error with its escapes shown", r.stderr)
 	}
 }
+
+// A partition count no node gives is a bad answer, said in one line: a negative one
+// panicked every reader of all partitions (replay, --peek), and 2^31 would have run the
+// machine out of memory before the first request.
+func TestHostileNodeGivesAnImpossiblePartitionCount(t *testing.T) {
+	for _, n := range []int{-1, 2147483647} {
+		topic := fmt.Sprintf(`{"name":"t","partitions":%d,"visibility_timeout_ms":30000,"partition_stats":[]}`, n)
+		node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path == "/v1/topics" {
+				io.WriteString(w, `{"topics":[`+topic+`]}`)
+				return
+			}
+			io.WriteString(w, topic)
+		}))
+		t.Cleanup(node.Close)
+		for _, args := range [][]string{{"replay", "t", "--count", "1"}, {"sub", "t", "--peek", "--count", "1"}, {"topic", "ls"}} {
+			r := runCLI(t, nil, false, append([]string{"-s", node.URL}, args...)...)
+			want := fmt.Sprintf(`bad answer: topic "t" has %d partitions (a node gives 0 to 100000)`, n)
+			if r.code != ExitFailed || strings.Contains(r.stderr, "internal error") || !strings.Contains(r.stderr, want) {
+				t.Errorf("%d partitions, %v: exit %d, stderr %q; want 1 and %q", n, args, r.code, r.stderr, want)
+			}
+		}
+	}
+}

@@ -25,6 +25,11 @@ func (c *Client) ListTopics(ctx context.Context) ([]Topic, error) {
 		if err := c.getJSON(ctx, OpListTopics, "/v1/topics", q, &page); err != nil {
 			return nil, err
 		}
+		for i := range page.Topics {
+			if err := checkPartitions(OpListTopics, &page.Topics[i]); err != nil {
+				return nil, err
+			}
+		}
 		all = append(all, page.Topics...)
 		token = page.NextPageToken
 		if token == "" {
@@ -44,7 +49,23 @@ func (c *Client) Topic(ctx context.Context, name string) (*Topic, error) {
 	if err := c.getJSON(ctx, OpTopicInfo, topicPath(name, ""), nil, &t); err != nil {
 		return nil, err
 	}
+	if err := checkPartitions(OpTopicInfo, &t); err != nil {
+		return nil, err
+	}
 	return &t, nil
+}
+
+// maxPartitions bounds the partition count a node's answer may give a topic: a node
+// takes 3 to 108, and a count is what a reader of every partition makes a slice of
+// (a negative one panicked; 2^31 would have run the machine out of memory).
+const maxPartitions = 100_000
+
+// checkPartitions refuses a topic whose partition count no node would give.
+func checkPartitions(op Op, t *Topic) error {
+	if t.Partitions < 0 || t.Partitions > maxPartitions {
+		return fmt.Errorf("%s: bad answer: topic %q has %d partitions (a node gives 0 to %d)", op, t.Name, t.Partitions, maxPartitions)
+	}
+	return nil
 }
 
 // CreateTopic creates a topic; zero fields of spec are left to the node's defaults.
