@@ -206,7 +206,9 @@ func (r *reading) sweep(ctx context.Context, last bool) (progressed, stop bool, 
 			if m == nil {
 				break // at the tail
 			}
-			r.next[p] = m.Offset + 1
+			// Past the offset asked, whatever the answer says: a node that answers with
+			// an older message would otherwise have the read go round forever.
+			r.next[p] = max(m.Offset, r.next[p]) + 1
 			progressed = true
 			if stop, err := r.deliver(p, m); stop || err != nil {
 				return progressed, true, err

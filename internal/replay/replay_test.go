@@ -189,3 +189,32 @@ func TestFollowTakesPartitionsAddedSince(t *testing.T) {
 		t.Errorf("got %v, %v; want %v", got, err, want)
 	}
 }
+
+// backwardsTopic answers every read at offset 1 or later with the message at offset 0:
+// a node that answers wrong.
+type backwardsTopic struct{ fakeTopic }
+
+func (f *backwardsTopic) Replay(ctx context.Context, topic string, p int, off int64) (*client.Message, error) {
+	if f.calls >= 100 {
+		return nil, errors.New("read round and round")
+	}
+	m, err := f.fakeTopic.Replay(ctx, topic, p, off)
+	if m != nil {
+		m.Offset = 0
+	}
+	return m, err
+}
+
+// A read answered with an offset below the one asked moves on from the one asked, never
+// back: a node that answers each read with an older message would have had replay read
+// the same offsets (and print the same message) forever.
+func TestAnAnswerBelowTheOffsetAskedDoesNotGoBack(t *testing.T) {
+	src := &backwardsTopic{fakeTopic{parts: [][]string{{"a", "b", "c"}}}}
+	got, err := collect(t, src, Options{Topic: "t", To: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || src.calls != 4 {
+		t.Errorf("got %v in %d reads, want 3 messages in 4 reads", got, src.calls)
+	}
+}
