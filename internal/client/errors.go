@@ -56,6 +56,12 @@ func StatusOf(err error) int {
 // replayed offset is older than retention.
 func IsGone(err error) bool { return StatusOf(err) == http.StatusGone }
 
+// IsBusy reports an answer that asks to be tried again later (429, 502, 503, 421): a
+// consume or replay read returns one once it has retried past the policy's budget.
+// The node answers, but cannot serve now (it is starting, or the partition owner it
+// relays to is down or moving).
+func IsBusy(err error) bool { return retryableConsumeStatus(StatusOf(err)) }
+
 // maxErrorText bounds the text kept from an error body: a proxy's HTML error page
 // should not flood a one-line error message.
 const maxErrorText = 512

@@ -627,7 +627,8 @@ func (t *taker) askFirst() (verdict, Reason, error) {
 }
 
 // answered decides on a consume's error: a node once reached and now lost is waited
-// out (until a stop), one never reached fails the run, anything else is fatal.
+// out (until a stop), as is one that served and now keeps answering busy (but not
+// with Drain); one never reached fails the run, anything else is fatal.
 func (t *taker) answered(err error) (verdict, Reason, error) {
 	o := t.o
 	switch {
@@ -643,6 +644,12 @@ func (t *taker) answered(err error) (verdict, Reason, error) {
 		// A node never reached fails the run, also when --timeout or a stop ended
 		// the retries: the user's address is wrong or the node is down.
 		return endLoop, 0, err
+	case t.reached && client.IsBusy(err) && !o.Drain:
+		// A node that served and now answers 503 (or 502, 421, 429) past the retry
+		// budget cannot serve for now, as while a partition owner is down or moving:
+		// a long-running consumer waits that out as it waits out a restart. Only
+		// --drain, a run that must end, ends on it.
+		return t.nodeLost(err)
 	case t.take.Err() != nil, errors.Is(err, client.ErrStopped):
 		return endLoop, 0, nil
 	default:

@@ -278,3 +278,58 @@ func TestNodeGoneUntilTheEnd(t *testing.T) {
 		})
 	}
 }
+
+// A node that keeps answering 503 past the client's retry budget (a partition owner
+// down or moving) once a consume had answered is waited out as a restart is, said
+// once each way: a long-running consumer must not end on it (it ended with the 503).
+// Only --drain, which must end, still ends on it.
+func TestIntegrationBusyNodeIsWaitedOut(t *testing.T) {
+	b, _ := broker(t)
+	c, err := client.New(client.Config{BaseURL: b.URL(),
+		Retry: client.RetryPolicy{Initial: time.Millisecond, Max: 2 * time.Millisecond, Budget: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, b, 0, 1)
+	got := make(chan string, 10)
+	h := &funcHandler{handle: func(_ context.Context, ds []consumer.Delivery) error {
+		if len(got) == 0 {
+			// The node answered; from the next consume on it answers only 503 for a while.
+			b.FailNextPlain("consume", 30, http.StatusServiceUnavailable)
+		}
+		err := consumer.AckAll(ds)
+		for _, d := range ds {
+			got <- string(d.Message().Payload)
+		}
+		return err
+	}}
+	lost, back := make(chan error, 10), make(chan struct{}, 10)
+	done := runAsync(t, context.Background(), c, h, consumer.Options{Count: 2, Wait: 50 * time.Millisecond,
+		ReconnectMax: time.Millisecond,
+		OnNodeLost:   func(err error) { lost <- err },
+		OnNodeBack:   func() { back <- struct{}{} }})
+	select {
+	case err = <-lost:
+	case res := <-done:
+		t.Fatalf("the run ended when the node answered only 503: %+v", res)
+	}
+	if client.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Errorf("lost with %v, want the 503", err)
+	}
+	produce(t, b, 1, 1)
+	res := await(t, done, "the node served again")
+	if res.Outcome() != consumer.OutcomeOK || res.Stats.Acked != 2 || len(got) != 2 {
+		t.Errorf("result %+v, %d handled: want both messages", res, len(got))
+	}
+	if len(lost) != 0 || len(back) != 1 {
+		t.Errorf("%d more lost and %d back notices, want one of each in all", len(lost), len(back))
+	}
+
+	b.FailNextPlain("consume", 30, http.StatusServiceUnavailable)
+	res, err = consumer.Run(context.Background(), c, consumer.NewPrinter(&bytes.Buffer{}, rawRenderer(t)),
+		consumer.Options{Topic: "t", Drain: true, ReconnectMax: time.Millisecond})
+	if client.StatusOf(err) != http.StatusServiceUnavailable || res.Reason != consumer.StopFailed {
+		t.Errorf("--drain: result %+v, %v: want it to end with the 503", res, err)
+	}
+	b.ClearFaults()
+}

@@ -17,7 +17,8 @@ const (
 // waitingSource is a follow's source once the node has answered (Options.OnNodeLost
 // set): a read that finds the node unreachable (down, restarting) is tried again
 // after a pause, until it answers or ctx ends, rather than ending a watch that may
-// have run for hours. The read asks for the same offset again, so nothing is skipped.
+// have run for hours; so is one that keeps answering busy. The read asks for the same
+// offset again, so nothing is skipped.
 type waitingSource struct {
 	Source
 	lost func(error)
@@ -29,8 +30,11 @@ func (s *waitingSource) Replay(ctx context.Context, topic string, partition int,
 	pause := reconnectFirst
 	for {
 		m, err := s.Source.Replay(ctx, topic, partition, offset)
-		if !client.IsUnreachable(err) || ctx.Err() != nil {
-			if s.down && (err == nil || client.StatusOf(err) != 0) {
+		// A node that keeps answering busy (503 past the retry budget: a partition
+		// owner down or moving) is waited out as one that cannot be reached.
+		waiting := client.IsUnreachable(err) || client.IsBusy(err)
+		if !waiting || ctx.Err() != nil {
+			if s.down && !waiting && (err == nil || client.StatusOf(err) != 0) {
 				s.down = false
 				if s.back != nil {
 					s.back()
