@@ -179,7 +179,7 @@ func (c *Client) consumeRetrying(ctx context.Context, r *request, stop <-chan st
 		default:
 			return nil, resp.err(r.op)
 		}
-		d := c.retry.backoff(n)
+		d := c.retry.wait(n, resp.retryAfter())
 		spent += d
 		c.onRetry(retryEvent(r, resp, err), d, spent, maxAttempts)
 		if serr := c.sleepUnless(ctx, stop, d); serr != nil {

@@ -96,7 +96,7 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		if chans.Closed(stop) {
 			return nil, stopped
 		}
-		d := c.retry.backoff(attempt)
+		d := c.retry.wait(attempt, resp.retryAfter())
 		spent += d
 		c.onRetry(retryEvent(r, resp, err), d, spent, c.retry.BoundedAttempts)
 		if serr := c.sleepUnless(ctx, stop, d); serr != nil {

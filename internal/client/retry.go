@@ -7,6 +7,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -79,6 +81,42 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 	d = min(d, p.Max)
 	half := d / 2
 	return d - half + rand.N(half+1)
+}
+
+// wait is the wait before retry number n after an answer whose Retry-After asked for
+// asked (0: none): the backoff, or longer if the node asked for longer (API.md: wait at
+// least that long).
+func (p RetryPolicy) wait(n int, asked time.Duration) time.Duration {
+	return max(p.backoff(n), asked)
+}
+
+// maxRetryAfter bounds what a Retry-After may ask: a node that asks for an hour (a bug,
+// or a hostile one) would otherwise park a consumer or an ack for that long. The wait
+// is said on stderr as every retry's is (the client's OnRetry hook).
+const maxRetryAfter = time.Minute
+
+// retryAfter is the wait a Retry-After header asks for, in seconds or as an HTTP date
+// (RFC 9110), at most maxRetryAfter; 0 when there is none or it cannot be read.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}
+
+// retryAfter is what r's Retry-After asks for (0 for no answer).
+func (r *response) retryAfter() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return retryAfter(r.header, time.Now())
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -129,8 +129,9 @@ type settleCall struct {
 	retry  []bool  // per handle: its last answer asks for another attempt
 	pass   int     // the attempt being made (the round), from 1
 	mu     sync.Mutex
-	fatal  *Error // a 401/403/404: stop everything
-	refuse []int  // handles of batches to send again one by one (legacy node, 413)
+	fatal  *Error        // a 401/403/404: stop everything
+	refuse []int         // handles of batches to send again one by one (legacy node, 413)
+	asked  time.Duration // the longest Retry-After of this round's answers
 }
 
 func (c *Client) settle(ctx context.Context, topic string, a Action, handles []string) (*settleCall, error) {
@@ -158,6 +159,7 @@ func (c *Client) settle(ctx context.Context, topic string, a Action, handles []s
 	for round := 0; len(pending) > 0; round++ {
 		s.pass = round + 1
 		start := time.Now()
+		s.asked = 0
 		s.round(ctx, pending)
 		spent += time.Since(start)
 		if s.fatal != nil {
@@ -182,7 +184,7 @@ func (c *Client) settle(ctx context.Context, topic string, a Action, handles []s
 			// whole budget. The settlements never arrived anywhere; say so as a whole.
 			return s, s.cause[pending[0]]
 		}
-		d := c.retry.backoff(round)
+		d := c.retry.wait(round, s.asked)
 		if spent+d > c.retry.Budget {
 			break // the last answers stand
 		}
@@ -325,6 +327,7 @@ func (s *settleCall) single(ctx context.Context, i int) {
 	}
 	r.query += "receipt_handle=" + url.QueryEscape(s.res[i].Handle)
 	resp, err := s.c.send(ctx, r)
+	s.noteRetryAfter(resp)
 	if err != nil {
 		s.record(i, 0, strings.TrimPrefix(err.Error(), r.op.String()+": "), err, ctx.Err() == nil && retryableTransport(err))
 		return
@@ -345,6 +348,7 @@ func (s *settleCall) batch(ctx context.Context, idx []int) {
 	r := s.request()
 	r.body, r.ctype = s.ackBody(idx), "application/json"
 	resp, err := s.c.send(ctx, r)
+	s.noteRetryAfter(resp)
 	if err != nil {
 		retry := ctx.Err() == nil && retryableTransport(err)
 		msg := strings.TrimPrefix(err.Error(), r.op.String()+": ")
@@ -471,6 +475,16 @@ func (s *settleCall) isFatal(e *Error) bool {
 		return true
 	}
 	return false
+}
+
+// noteRetryAfter keeps the longest wait this round's answers asked for: the round's
+// retry waits for the slowest of them.
+func (s *settleCall) noteRetryAfter(resp *response) {
+	if d := resp.retryAfter(); d > 0 {
+		s.mu.Lock()
+		s.asked = max(s.asked, d)
+		s.mu.Unlock()
+	}
 }
 
 func (s *settleCall) record(i, status int, msg string, cause error, retry bool) {

@@ -3,8 +3,10 @@ package devbroker
 import (
 	"crypto/subtle"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,6 +127,16 @@ func (a *authenticator) bucketLocked(name string, now time.Time) *loginBucket {
 	return b
 }
 
+// lockedFor is how long until a user name locked out after failed logins has an
+// attempt back: what its 429's Retry-After says (API.md), in whole seconds.
+func (a *authenticator) lockedFor(r *http.Request) int {
+	name, _, _ := r.BasicAuth()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b := a.bucketLocked(name, a.now())
+	return max(1, int(math.Ceil((1-b.tokens)*loginRefill.Seconds())))
+}
+
 // authenticate checks Basic credentials: a copy of the account, or a status and error
 // text.
 func (a *authenticator) authenticate(r *http.Request) (account, int, string) {
@@ -209,8 +221,11 @@ func (b *Broker) authenticate(w http.ResponseWriter, r *http.Request) (u *accoun
 	}
 	user, status, text := b.auth.authenticate(r)
 	if status != 0 {
-		if status == http.StatusUnauthorized {
+		switch status {
+		case http.StatusUnauthorized:
 			w.Header().Set("WWW-Authenticate", `Basic realm="narad"`)
+		case http.StatusTooManyRequests:
+			w.Header().Set("Retry-After", strconv.Itoa(b.auth.lockedFor(r)))
 		}
 		writeError(w, status, text)
 		return nil, "", false

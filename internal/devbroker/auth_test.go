@@ -121,7 +121,12 @@ func TestAuthFailedLoginLimit(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		wantError(t, h.consume("orders", ""), 401, "invalid user name or password")
 	}
-	wantError(t, h.consume("orders", ""), 429, `too many failed logins for user "app": try again later`)
+	locked := h.consume("orders", "")
+	wantError(t, locked, 429, `too many failed logins for user "app": try again later`)
+	// As API.md says of a 429: Retry-After tells when to come back.
+	if ra := locked.header.Get("Retry-After"); ra != "12" {
+		t.Errorf("Retry-After %q right after the lockout, want 12", ra)
+	}
 	h.pass = "s3cret"
 	wantError(t, h.consume("orders", ""), 429, `too many failed logins for user "app": try again later`)
 	// Another name is not affected.
@@ -130,7 +135,11 @@ func TestAuthFailedLoginLimit(t *testing.T) {
 	// An attempt comes back every 12 s, on the broker's clock.
 	h.user, h.pass = "app", "s3cret"
 	clock.Advance(12*time.Second - time.Millisecond)
-	wantError(t, h.consume("orders", ""), 429, `too many failed logins for user "app": try again later`)
+	locked = h.consume("orders", "")
+	wantError(t, locked, 429, `too many failed logins for user "app": try again later`)
+	if ra := locked.header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After %q a millisecond before an attempt is back, want 1", ra)
+	}
 	clock.Advance(time.Millisecond)
 	wantEmpty(t, h.consume("orders", ""), 204)
 	h.pass = "wrong"

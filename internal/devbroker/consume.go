@@ -48,6 +48,8 @@ func (b *Broker) handleConsume(w http.ResponseWriter, r *http.Request) {
 		cost = min(req.batch, b.maxConsumes)
 	}
 	if !b.limiter.acquire(identity, cost, b.maxConsumes) {
+		// A slot comes back as soon as one of this identity's consumes ends.
+		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many concurrent consumes: at most %d per identity", b.maxConsumes))
 		return
 	}

@@ -105,7 +105,11 @@ func TestFlowConsumesPerIdentity(t *testing.T) {
 	w1 := async(func() resp { return h.consume("orders", "wait=10s") })
 	w2 := async(func() resp { return h.consume("orders", "wait=10s") })
 	h.waitForWaiters(2)
-	wantError(t, h.batch("orders", "max=2"), 429, tooMany)
+	refused := h.batch("orders", "max=2")
+	wantError(t, refused, 429, tooMany)
+	if ra := refused.header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After %q, want 1: a slot comes back when a consume ends", ra)
+	}
 	wantEmpty(t, h.consume("orders", ""), 204) // the third unit is free
 	// Wake both waiters; then the units come back.
 	h.mustProduce("orders", "", "a")
