@@ -39,7 +39,9 @@ func TestRetryAfterIsWaitedAtLeast(t *testing.T) {
 			func(c *Client) error { return c.Ack(context.Background(), "orders", "0:1:2") }, 4 * time.Second},
 		{"batch ack 503, an HTTP date", busy(http.StatusServiceUnavailable,
 			time.Now().Add(10*time.Second).UTC().Format(http.TimeFormat),
-			func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, `{"results":[{"status":204},{"status":204}]}`) }),
+			func(w http.ResponseWriter) {
+				writeJSON(w, http.StatusOK, `{"results":[{"status":204},{"status":204}]}`)
+			}),
 			func(c *Client) error {
 				_, err := c.Settle(context.Background(), "orders", Ack, []string{"0:1:2", "0:2:3"})
 				return err
