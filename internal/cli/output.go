@@ -41,7 +41,7 @@ func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVarP(&o.format, "output", "o", "text", "output format: text, json or raw")
 	fl.StringVar(&o.template, "template", "", "Go template per message, e.g. '{{.Partition}} {{.Key}} {{.Payload}}'; '{{.Payload.order_id}}' reads a field of a JSON payload")
 	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload ('' for none)")
-	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time")
+	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time (and read a --since or --until without a zone as UTC)")
 	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")
 	addJQFlag(cmd)
 }
