@@ -10,6 +10,7 @@ import (
 	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/replay"
 )
@@ -46,6 +47,9 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 		defer cancelT()
 	}
 	var buf []byte
+	// A stdout nobody reads must not hold the write, and the run with it, past the
+	// signal or the timeout that ends it.
+	out := iostreams.GiveUpAt(e.IO.Out, ctx.Done())
 	ro.Match = find.Match // ro.Count then counts the messages it keeps
 	e.waitOutNodeLoss(c, &ro)
 	var printed atomic.Int64
@@ -67,7 +71,7 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 		if err != nil {
 			return err
 		}
-		if err := writeAll(e.IO.Out, buf); err != nil {
+		if err := writeAll(out, buf); err != nil {
 			if consumer.IsClosedOutput(err) {
 				return replay.ErrStop
 			}

@@ -30,6 +30,18 @@ func (s *IOStreams) StderrGivesUpAt(stop <-chan struct{}) {
 	s.ErrOut = newGiveUpWriter(s.ErrOut, stop)
 }
 
+// GiveUpAt is w, or, when w is a file whose writes may wait for a reader (a pipe, a
+// terminal), w made to stop waiting for that reader once stop is closed, as stderr
+// does at the hard stop (StderrGivesUpAt): a command that writes what it reads to a
+// stdout nobody reads must still end at a signal.
+func GiveUpAt(w io.Writer, stop <-chan struct{}) io.Writer {
+	f, ok := w.(*os.File)
+	if !ok || neverBlocks(f) {
+		return w
+	}
+	return newGiveUpWriter(w, stop)
+}
+
 // neverBlocks reports whether writes to f finish without waiting for a reader: a
 // regular file or /dev/null.
 func neverBlocks(f *os.File) bool {
