@@ -150,22 +150,3 @@ func (p *linuxPipe) readerGone(d time.Duration) (bool, error) {
 	events, err := p.poll(0, d)
 	return events&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0, err
 }
-
-// neverBlocks reports whether writes to w finish without waiting on a reader: a
-// regular file or /dev/null. A write to anything else (a pipe, a terminal that was
-// sent ^S, a socket) may block for as long as its reader pleases.
-func neverBlocks(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	if st.Mode().IsRegular() {
-		return true
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	return ok && st.Mode()&os.ModeCharDevice != 0 && sys.Rdev == unix.Mkdev(1, 3) // /dev/null
-}

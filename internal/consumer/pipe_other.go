@@ -7,6 +7,3 @@ import "io"
 // pipeOf is nil on systems where narad cannot count a pipe's unread bytes: there a line
 // counts as taken once written, as for a file.
 func pipeOf(io.Writer) pipeProbe { return nil }
-
-// neverBlocks is false where narad does not look: every write may wait for its reader.
-func neverBlocks(io.Writer) bool { return false }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/iostreams"
 )
 
 // LineRenderer appends one output record for m (terminator included) to dst.
@@ -59,7 +60,7 @@ func (p *Printer) stopOn(ch <-chan struct{}) { p.stop = ch }
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
-	p := &Printer{w: w, r: r, inline: neverBlocks(w),
+	p := &Printer{w: w, r: r, inline: iostreams.NeverBlocks(w),
 		acks: NewAcker(AckerOptions{InFlight: printAcksInFlight, Queued: printAcksQueued})}
 	if probe := pipeOf(w); probe != nil {
 		p.pipe = newPipeState(probe, w, p.acks.Ack)

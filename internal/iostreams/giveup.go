@@ -24,7 +24,7 @@ const stuckWait = 200 * time.Millisecond
 // reader pleases, past the second Ctrl-C. A stderr that never blocks (a file,
 // /dev/null) is left as it is.
 func (s *IOStreams) StderrGivesUpAt(stop <-chan struct{}) {
-	if s.errFile == nil || neverBlocks(s.errFile) {
+	if s.errFile == nil || NeverBlocks(s.errFile) {
 		return
 	}
 	s.ErrOut = newGiveUpWriter(s.ErrOut, stop)
@@ -35,16 +35,20 @@ func (s *IOStreams) StderrGivesUpAt(stop <-chan struct{}) {
 // does at the hard stop (StderrGivesUpAt): a command that writes what it reads to a
 // stdout nobody reads must still end at a signal.
 func GiveUpAt(w io.Writer, stop <-chan struct{}) io.Writer {
-	f, ok := w.(*os.File)
-	if !ok || neverBlocks(f) {
+	if _, ok := w.(*os.File); !ok || NeverBlocks(w) {
 		return w
 	}
 	return newGiveUpWriter(w, stop)
 }
 
-// neverBlocks reports whether writes to f finish without waiting for a reader: a
-// regular file or /dev/null.
-func neverBlocks(f *os.File) bool {
+// NeverBlocks reports whether writes to w finish without waiting for a reader: a
+// regular file or /dev/null. A write to anything else (a pipe, a terminal that was
+// sent ^S, a socket) may block for as long as its reader pleases.
+func NeverBlocks(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return false
@@ -53,7 +57,7 @@ func neverBlocks(f *os.File) bool {
 		return true
 	}
 	null, err := os.Stat(os.DevNull)
-	return err == nil && os.SameFile(st, null)
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && (os.SameFile(st, null) || sameDevice(st, null))
 }
 
 // giveUpWriter passes writes on to w, one at a time, until stop is closed; from then

@@ -1,4 +1,4 @@
-package consumer
+package iostreams
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// Writes to a file or /dev/null are made inline, whatever a stop: no reader can hold
-// them up. A pipe's may block, and go through a goroutine a stop can abandon.
+// Writes to a file or /dev/null never wait for a reader (the printer makes them inline,
+// whatever a stop); a pipe's may block, and go through a goroutine a stop can abandon.
 func TestNeverBlocksIsFilesAndDevNull(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
@@ -32,7 +32,7 @@ func TestNeverBlocksIsFilesAndDevNull(t *testing.T) {
 		w    io.Writer
 		want bool
 	}{{"file", f, true}, {"/dev/null", null, true}, {"pipe", w, false}, {"buffer", &bytes.Buffer{}, false}} {
-		if got := neverBlocks(c.w); got != c.want {
+		if got := NeverBlocks(c.w); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
