@@ -60,7 +60,11 @@ func IsGone(err error) bool { return StatusOf(err) == http.StatusGone }
 // consume or replay read returns one once it has retried past the policy's budget.
 // The node answers, but cannot serve now (it is starting, or the partition owner it
 // relays to is down or moving).
-func IsBusy(err error) bool { return retryableConsumeStatus(StatusOf(err)) }
+func IsBusy(err error) bool { return ConsumeBusy(StatusOf(err)) }
+
+// ConsumeBusy reports a status that asks a consume or replay read to be tried again
+// later: 429, 502, 503 or 421 (BusyStatus is the settlements' and produce's set).
+func ConsumeBusy(status int) bool { return retryableConsumeStatus(status) }
 
 // maxErrorText bounds the text kept from an error body: a proxy's HTML error page
 // should not flood a one-line error message.

@@ -44,8 +44,11 @@ type Worker struct {
 	messages, inFlight, extends *prometheus.Desc
 
 	// Readiness: taking messages (the run started and has not ended), the node
-	// answered at least once, the node is not lost, no signal yet.
-	taking, reached, lost, stopping atomic.Bool
+	// answered at least once, the node is not lost, no signal yet; busy: the last
+	// consume was answered "try again later" (503 and the like), so nothing is taken
+	// while the client retries it (for up to its budget, before the node counts as
+	// lost).
+	taking, reached, lost, stopping, busy atomic.Bool
 }
 
 // NewWorker returns the metrics of a worker on topic; exec adds the command duration
@@ -134,6 +137,8 @@ func (w *Worker) Ready() (bool, string) {
 		return false, "starting"
 	case !w.reached.Load():
 		return false, "node not reached yet"
+	case w.busy.Load():
+		return false, "node busy"
 	}
 	return true, "ready"
 }
@@ -145,6 +150,9 @@ func (w *Worker) OnAnswer(e client.AnswerEvent) {
 	w.latency.WithLabelValues(op).Observe(e.Latency.Seconds())
 	if e.Status < 500 {
 		w.reached.Store(true)
+	}
+	if e.Op == client.OpConsume {
+		w.busy.Store(client.ConsumeBusy(e.Status))
 	}
 }
 
