@@ -27,7 +27,7 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	defer cancel()
 	// A reader that went away while the read waits at the tail (--follow, --peek) ends
 	// the run as a closed stdout would: exit 0.
-	readerGone, stopWatch := consumer.WatchReader(e.IO.Out)
+	readerGone, stopWatch := consumer.WatchReader(iostreams.Unwrap(e.IO.Out))
 	defer stopWatch()
 	rctx, cancelRead := context.WithCancel(sctx)
 	defer cancelRead()

@@ -25,7 +25,9 @@ func Main(args []string) int {
 	ios := iostreams.System()
 	sigs := ProcessSignals()
 	defer sigs.Close()
-	// The second signal must end the run even when stderr's reader stopped reading.
+	// The second signal must end the run even when a reader of stdout or stderr
+	// stopped reading.
+	ios.StdoutGivesUpAt(sigs.Hard.Done())
 	ios.StderrGivesUpAt(sigs.Hard.Done())
 	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs, ReadSecret: terminalSecret(ios.ErrOut, sigs.Soft),
 		tune: newProcessTuning(os.Getenv)}

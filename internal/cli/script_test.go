@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 		"maxconcurrent": helperMaxConcurrent,
 		"timed":         helperTimed,
 		"pidsgone":      helperPidsGone,
-		"fullstderr":    helperFullStderr,
+		"fullpipe":      helperFullPipe,
 	})
 }
 

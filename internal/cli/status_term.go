@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -19,7 +20,7 @@ import (
 // at the end, which the process exit ends) and this one, which owns the view and
 // alone writes to the terminal.
 func watchTerminal(ctx context.Context, opts *StatusOptions, w *watcher, first watchSample) error {
-	out := opts.IO.Out
+	out := iostreams.Unwrap(opts.IO.Out) // the terminal itself: its size, raw writes
 	width, height := terminalSize(out)
 	color := opts.IO.ColorEnabled()
 	v := newWatchView(opts.Server, opts.Interval, render.NewStyles(out, color), width, height)

@@ -15,6 +15,7 @@ import (
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/hold"
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/replay"
 	"github.com/narad/narad/internal/supervisor"
@@ -180,7 +181,7 @@ func openHoldScreen(c *client.Client, opts *SubOptions, lease time.Duration, lin
 	// The first signal stops the run as it stops plain sub (what is held goes back);
 	// the keys' own Ctrl-C is the model's. The second signal is the hard stop, which
 	// ends the program too.
-	s.p = tea.NewProgram(model, tea.WithInput(opts.IO.In), tea.WithOutput(opts.IO.Out),
+	s.p = tea.NewProgram(model, tea.WithInput(opts.IO.In), tea.WithOutput(iostreams.Unwrap(opts.IO.Out)),
 		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithContext(opts.Signals.Hard))
 	lines.start(s.p.Send, s.ended)
 	go func() {

@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/supervisor"
 )
 
@@ -17,7 +18,7 @@ func printRun(opts *SubOptions) error {
 		return err
 	}
 	return consumeRun(opts, func(c *client.Client, _ *consumer.Options, _ *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
-		p := consumer.NewPrinter(opts.IO.Out, r)
+		p := consumer.NewPrinter(iostreams.Unwrap(opts.IO.Out), r)
 		p.ShutdownGrace(opts.ShutdownGrace)
 		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
 		// leases: co.Lease 0, the run asks topic info for it only when one waits a while.

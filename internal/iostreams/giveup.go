@@ -30,11 +30,32 @@ func (s *IOStreams) StderrGivesUpAt(stop <-chan struct{}) {
 	s.ErrOut = newGiveUpWriter(s.ErrOut, stop)
 }
 
+// StdoutGivesUpAt is StderrGivesUpAt for stdout: a command whose output waits on a
+// pipe nobody reads (`| sleep 60` sent no signal of its own, a reader that stopped)
+// must still end at the second signal. Whoever asks what stdout is (a pipe to probe,
+// a terminal to size) asks Unwrap(Out).
+func (s *IOStreams) StdoutGivesUpAt(stop <-chan struct{}) {
+	if s.outFile == nil || NeverBlocks(s.outFile) {
+		return
+	}
+	s.Out = newGiveUpWriter(s.Out, stop)
+}
+
+// Unwrap is the writer w wraps, for a stream made to give up on a stuck reader, else
+// w: what probes a pipe's reader or a terminal's size needs the file itself.
+func Unwrap(w io.Writer) io.Writer {
+	if g, ok := w.(*giveUpWriter); ok {
+		return g.w
+	}
+	return w
+}
+
 // GiveUpAt is w, or, when w is a file whose writes may wait for a reader (a pipe, a
 // terminal), w made to stop waiting for that reader once stop is closed, as stderr
 // does at the hard stop (StderrGivesUpAt): a command that writes what it reads to a
 // stdout nobody reads must still end at a signal.
 func GiveUpAt(w io.Writer, stop <-chan struct{}) io.Writer {
+	w = Unwrap(w) // a stop of its own, sooner than the stream's
 	if _, ok := w.(*os.File); !ok || NeverBlocks(w) {
 		return w
 	}

@@ -82,8 +82,8 @@ func TestGiveUpWriterWritesAfterTheStop(t *testing.T) {
 	}
 }
 
-// A stderr that never blocks (a file, /dev/null) is not wrapped; a pipe is.
-func TestStderrGivesUpOnlyWhereItCanBlock(t *testing.T) {
+// A stream that never blocks (a file, /dev/null) is not wrapped; a pipe is.
+func TestStreamsGiveUpOnlyWhereTheyCanBlock(t *testing.T) {
 	file, err := os.Create(filepath.Join(t.TempDir(), "err"))
 	if err != nil {
 		t.Fatal(err)
@@ -105,10 +105,18 @@ func TestStderrGivesUpOnlyWhereItCanBlock(t *testing.T) {
 		f       *os.File
 		wrapped bool
 	}{{"a file", file, false}, {"/dev/null", null, false}, {"a pipe", w, true}} {
-		s := &IOStreams{ErrOut: c.f, errFile: c.f}
+		s := &IOStreams{Out: c.f, outFile: c.f, ErrOut: c.f, errFile: c.f}
+		s.StdoutGivesUpAt(make(chan struct{}))
 		s.StderrGivesUpAt(make(chan struct{}))
 		if _, got := s.ErrOut.(*giveUpWriter); got != c.wrapped {
-			t.Errorf("%s: wrapped %v, want %v", c.name, got, c.wrapped)
+			t.Errorf("%s: stderr wrapped %v, want %v", c.name, got, c.wrapped)
+		}
+		if _, got := s.Out.(*giveUpWriter); got != c.wrapped {
+			t.Errorf("%s: stdout wrapped %v, want %v", c.name, got, c.wrapped)
+		}
+		// What probes the pipe or the terminal gets the file itself.
+		if Unwrap(s.Out) != c.f || Unwrap(s.ErrOut) != c.f {
+			t.Errorf("%s: Unwrap is not the file", c.name)
 		}
 	}
 }
