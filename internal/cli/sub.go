@@ -256,6 +256,11 @@ func (opts *SubOptions) validateShared(changed func(string) bool) error {
 	case changed("dead-letter-format") && opts.DeadLetter == "":
 		return usageErrorf("--dead-letter-format needs --dead-letter")
 	}
+	if changed("metrics-addr") && opts.MetricsAddr == "" {
+		// Taken as no endpoint, an unset variable in a unit file would leave the probes
+		// and scrapes failing with no word from narad.
+		return usageErrorf("--metrics-addr needs HOST:PORT, not '' (leave the flag out for none)")
+	}
 	if opts.MetricsAddr != "" && (opts.Peek || opts.Interactive) {
 		return usageErrorf("--metrics-addr is for workers: not with --peek or -i (narad sub TOPIC [-- COMMAND] --metrics-addr HOST:PORT)")
 	}
