@@ -63,6 +63,11 @@ func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) 
 	if err != nil {
 		return MessageOutput{}, usageErrorf("invalid --output %q (text, json or raw)", o.format)
 	}
+	if changed("template") && o.template == "" {
+		// Taken as no template, an unset variable would print the text line where a
+		// script expects its own format.
+		return MessageOutput{}, usageErrorf("--template needs a template, not '' (e.g. '{{.Offset}} {{.Payload}}'; leave the flag out for text)")
+	}
 	if o.template != "" {
 		if changed("output") {
 			return MessageOutput{}, usageErrorf("--template and --output cannot be used together")
