@@ -60,7 +60,8 @@ func (o *outputFlags) location() *time.Location {
 // Bad flags are usage errors.
 func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) {
 	format, err := render.ParseFormat(o.format)
-	if err != nil {
+	if err != nil || changed("output") && o.format == "" {
+		// (An empty -o, an unset variable, is no format: not text in place of json.)
 		return MessageOutput{}, usageErrorf("invalid --output %q (text, json or raw)", o.format)
 	}
 	if changed("template") && o.template == "" {
