@@ -184,7 +184,11 @@ func benchRun(opts *BenchOptions) error {
 			return fmt.Sprintf("%s: %d of %d messages…", p.Phase, p.Done, p.Of)
 		})
 	}
+	// After the first signal bench waits for the requests out, which a node that does
+	// not answer holds for an attempt's whole timeout: it says so.
+	stopNote := noteRequestsOut(opts.runEnv, opts.Signals, st.progress.println)
 	report, runErr := b.Run(opts.Signals.Hard)
+	stopNote()
 	stopProgress()
 
 	if runErr == nil || report.Produce.Messages > 0 || report.Produce.Failed > 0 {

@@ -345,3 +345,59 @@ func TestBenchHistogramFitsANarrowTerminal(t *testing.T) {
 		t.Fatalf("no histogram:\n%s", out)
 	}
 }
+
+// After the first Ctrl-C, bench waiting for its produce requests a moment later says
+// what it waits for and how not to: against a node that does not answer it waited an
+// attempt's whole timeout (30 s and more) with nothing on stderr about the stop.
+func TestBenchFirstInterruptSaysWhatItWaitsFor(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	// Produce answers wait for the gate, which the line opens once it is out.
+	gate := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	var produced atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/produce") {
+			produced.Add(1)
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		b.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	noticed := make(chan struct{})
+	noteStoppingAfter(t, 10*time.Millisecond, func() { close(noticed); open() })
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, _, errOut := iostreams.Test()
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	done := make(chan int, 1)
+	go func() { done <- Run(f, []string{"bench", "t", "--count", "1000", "-s", srv.URL}) }()
+	for produced.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	f.Signals.Trigger(syscall.SIGINT)
+	select {
+	case <-noticed:
+	case <-time.After(20 * time.Second):
+		t.Error("20s after the signal, nothing said what the run waits for")
+		open()
+	}
+	if code := <-done; code != ExitInterrupted {
+		t.Errorf("exit %d, want 130", code)
+	}
+	const note = "narad: stopping: waiting for the requests already out to be answered (Ctrl-C again to abandon them)\n"
+	if got := errOut.String(); strings.Count(got, note) != 1 {
+		t.Errorf("stderr %q\nwant %q once", got, note)
+	}
+}

@@ -375,6 +375,12 @@ var (
 // the run up a moment later, what it waits for and how not to: an answer that does not
 // come may take an attempt's whole timeout. The returned func ends the watch.
 func (st *produceState) noteStopping(sigs *Signals) (stop func()) {
+	return noteRequestsOut(st.e, sigs, st.progress.println)
+}
+
+// noteRequestsOut is noteStopping for any run that sends requests (produce, bench):
+// println writes the line.
+func noteRequestsOut(e runEnv, sigs *Signals, println func(string)) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	later := sigs.SoftThen(stoppingNoticeAfter, done)
 	go func() {
@@ -382,8 +388,8 @@ func (st *produceState) noteStopping(sigs *Signals) (stop func()) {
 		select {
 		case <-later:
 			if sigs.Hard.Err() == nil { // at the second signal it is not waiting any more
-				st.printf("narad: stopping: waiting for the requests already out to be answered (%s)\n",
-					st.e.again("Ctrl-C again to abandon them", "a second signal abandons them"))
+				println("narad: stopping: waiting for the requests already out to be answered (" +
+					e.again("Ctrl-C again to abandon them", "a second signal abandons them") + ")\n")
 				stoppingNoticed()
 			}
 		case <-done:
