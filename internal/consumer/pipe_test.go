@@ -229,3 +229,53 @@ func TestPipeHoldsABoundedNumber(t *testing.T) {
 		t.Errorf("stats %+v", res.Stats)
 	}
 }
+
+// TestPipeGraceStartsAtTheStop: at a soft stop the grace of the line in the pipe starts
+// at once, while the lines not yet in the pipe are being given back: a give-back held
+// up by a node retrying its nacks made the first Ctrl-C wait for those retries and then
+// for the whole grace again.
+func TestPipeGraceStartsAtTheStop(t *testing.T) {
+	src := consumertest.New()
+	src.Add("t", 3)
+	held := make(chan struct{})
+	src.Status = func(a client.Action, _ string) int {
+		if a == client.Nack {
+			<-held // the node has not answered the give-back yet
+		}
+		return 204
+	}
+	r, w := pipe(t)
+	stop := make(chan struct{})
+	p := consumer.NewPrinter(w, lines{})
+	graceStarted, graceOver := make(chan struct{}), make(chan time.Time)
+	consumer.SetPipeGraceClock(p, func(time.Duration) <-chan time.Time {
+		close(graceStarted)
+		return graceOver
+	})
+	done := runAsync(t, context.Background(), src, p, consumer.Options{Wait: time.Hour, Stop: stop})
+	waitFor(t, "all three taken", func() bool { return src.Len() == 0 })
+	waitFor(t, "a line in the pipe", func() bool { return unread(t, r) > 0 })
+	close(stop)
+	waitFor(t, "the give-back asked for", func() bool {
+		for _, s := range src.Settles() {
+			if s.Action == client.Nack {
+				return true
+			}
+		}
+		return false
+	})
+	select {
+	case <-graceStarted:
+	default:
+		t.Error("the grace of the line in the pipe waits for the give-back of the others to be answered")
+	}
+	close(held)
+	close(graceOver)
+	res := await(t, done, "the run")
+	if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, []string{"h0", "h1", "h2"}) {
+		t.Errorf("nacked %v, want all three: nothing was read", got)
+	}
+	if res.Outcome() != consumer.OutcomeInterrupted {
+		t.Errorf("outcome %v", res.Outcome())
+	}
+}
