@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -84,22 +83,7 @@ func TestGiveUpWriterWritesAfterTheStop(t *testing.T) {
 
 // A stream that never blocks (a file, /dev/null) is not wrapped; a pipe is.
 func TestStreamsGiveUpOnlyWhereTheyCanBlock(t *testing.T) {
-	file, err := os.Create(filepath.Join(t.TempDir(), "err"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
+	file, null, w := filesOfEachKind(t)
 	for _, c := range []struct {
 		name    string
 		f       *os.File
