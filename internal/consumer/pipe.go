@@ -101,8 +101,6 @@ type pipeState struct {
 	// ack acks in the background (the Printer's Acker, which Finish closes).
 	ack   func([]Delivery)
 	grace time.Duration
-	// after is time.After but in tests, which start the grace themselves.
-	after func(time.Duration) <-chan time.Time
 
 	start sync.Once
 	// wroteAll is closed when the writer ends: every line was written and taken, or
@@ -143,7 +141,7 @@ type pipeState struct {
 func newPipeState(probe pipeProbe, w io.Writer, ack func([]Delivery)) *pipeState {
 	probe.shrink()
 	return &pipeState{
-		probe: probe, w: w, ack: ack, grace: pipeGrace, after: time.After,
+		probe: probe, w: w, ack: ack, grace: pipeGrace,
 		wroteAll: make(chan struct{}), gone: make(chan struct{}),
 		wake: make(chan struct{}, 1), changed: make(chan struct{}),
 	}
@@ -540,11 +538,10 @@ func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
 			done = true
 		case <-stopping:
 			stopping = nil
-			// The grace starts at the stop: a give-back held up by a node that answers
-			// its nacks 503 must not make the stop wait for those retries and then the
-			// whole grace again.
-			grace = ps.after(ps.grace)
 			ps.giveBackQueued()
+			t := time.NewTimer(ps.grace)
+			defer t.Stop()
+			grace = t.C
 		case <-grace:
 			ps.giveBackAll()
 			done = true
