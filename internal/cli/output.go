@@ -53,8 +53,12 @@ func (o *outputFlags) location() *time.Location {
 	if o.utc {
 		return time.UTC
 	}
-	return time.Local
+	return localZone()
 }
+
+// localZone is the zone times are shown and read in without --utc: time.Local, but in
+// a test, which must not write time.Local while the runtime's timers read it.
+var localZone = func() *time.Location { return time.Local }
 
 // resolve checks the output flags together; changed says whether a flag was given.
 // Bad flags are usage errors.

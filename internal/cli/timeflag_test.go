@@ -95,8 +95,9 @@ func TestTimeFlagsRefuseBeforeAnyRequest(t *testing.T) {
 // With --utc the lines show UTC, so a time copied from one (no zone) is read in UTC;
 // without it, in the local zone the lines are shown in. On replay and sub --peek.
 func TestTimeFlagsReadLocalFormsInTheZoneShown(t *testing.T) {
-	defer func(l *time.Location) { time.Local = l }(time.Local)
-	time.Local = time.FixedZone("IST", 5*3600+1800)
+	defer func(z func() *time.Location) { localZone = z }(localZone)
+	ist := time.FixedZone("IST", 5*3600+1800)
+	localZone = func() *time.Location { return ist }
 	utc10 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		args []string
