@@ -41,13 +41,18 @@ func (s *IOStreams) StdoutGivesUpAt(stop <-chan struct{}) {
 	s.Out = newGiveUpWriter(s.Out, stop)
 }
 
-// Unwrap is the writer w wraps, for a stream made to give up on a stuck reader, else
-// w: what probes a pipe's reader or a terminal's size needs the file itself.
+// Unwrap is the writer underneath w: through every writer that says what it wraps
+// (an Unwrap method, as a stream made to give up on a stuck reader has), else w. What
+// probes a pipe's reader or a terminal's size, or asks whether two streams are one
+// file, needs the file itself.
 func Unwrap(w io.Writer) io.Writer {
-	if g, ok := w.(*giveUpWriter); ok {
-		return g.w
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
 	}
-	return w
 }
 
 // GiveUpAt is w, or, when w is a file whose writes may wait for a reader (a pipe, a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/textenc"
 )
 
@@ -416,7 +417,7 @@ func newOutput(stdout, stderr io.Writer, quit <-chan struct{}) *output {
 // one terminal, pipe or file. A writer that wraps another (stderr that gives up on a
 // stuck reader at the hard stop) is the file it wraps.
 func sameFile(a, b io.Writer) bool {
-	a, b = unwrapWriter(a), unwrapWriter(b)
+	a, b = iostreams.Unwrap(a), iostreams.Unwrap(b)
 	if a == nil || b == nil {
 		return false
 	}
@@ -431,17 +432,6 @@ func sameFile(a, b io.Writer) bool {
 	sa, errA := fa.Stat()
 	sb, errB := fb.Stat()
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
-// unwrapWriter is the writer w wraps, if it says (Unwrap), else w.
-func unwrapWriter(w io.Writer) io.Writer {
-	for {
-		u, ok := w.(interface{ Unwrap() io.Writer })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
-	}
 }
 
 // maxLine is the longest line held back whole; a longer one goes out in pieces.
