@@ -48,8 +48,9 @@ func benchCmd(f *Factory, run func(*BenchOptions) error) *cobra.Command {
 	opts := &BenchOptions{}
 	var typed benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench TOPIC",
-		Short: "Measure produce (and consume+ack) throughput and latency",
+		Annotations: map[string]string{holdsWork: "yes"},
+		Use:         "bench TOPIC",
+		Short:       "Measure produce (and consume+ack) throughput and latency",
 		Long: `Measure throughput and latency from this machine: produce --count messages
 of --size bytes into TOPIC with --concurrency requests in flight, and with
 --consume then consume and ack until nothing is left to take. bench runs the

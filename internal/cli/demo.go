@@ -24,8 +24,9 @@ func newDemoCmd(f *Factory) *cobra.Command { return demoCmd(f, demoRun) }
 func demoCmd(f *Factory, run func(*DemoOptions) error) *cobra.Command {
 	opts := &DemoOptions{}
 	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Show narad at work against an embedded broker",
+		Annotations: map[string]string{holdsWork: "yes"},
+		Use:         "demo",
+		Short:       "Show narad at work against an embedded broker",
 		Long: "Start an embedded broker on a free loopback port, produce sample orders (JSON, text\n" +
 			"and binary), and run sub, --peek, replay and the lease supervisor against it.",
 		Example: "  narad demo\n" +

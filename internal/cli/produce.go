@@ -107,10 +107,11 @@ func produceCmd(f *Factory, run func(*ProduceOptions) error) *cobra.Command {
 	opts := &ProduceOptions{}
 	var typed produceFlags
 	cmd := &cobra.Command{
-		Use:     "produce TOPIC [MESSAGE...]",
-		Aliases: []string{"pub"},
-		Short:   "Produce messages to a topic",
-		Long:    produceLong,
+		Annotations: map[string]string{holdsWork: "yes"},
+		Use:         "produce TOPIC [MESSAGE...]",
+		Aliases:     []string{"pub"},
+		Short:       "Produce messages to a topic",
+		Long:        produceLong,
 		Example: `  # One message with a key (same key, same partition)
   narad produce orders -k customer-42 '{"order_id": "o1", "amount": 49}'
 

@@ -25,10 +25,10 @@ func Main(args []string) int {
 	ios := iostreams.System()
 	sigs := ProcessSignals()
 	defer sigs.Close()
-	// The second signal must end the run even when a reader of stdout or stderr
-	// stopped reading.
-	ios.StdoutGivesUpAt(sigs.Hard.Done())
-	ios.StderrGivesUpAt(sigs.Hard.Done())
+	// The second signal (the first, for a command that holds nothing) must end the run
+	// even when a reader of stdout or stderr stopped reading.
+	ios.StdoutGivesUpAt(sigs.Streams())
+	ios.StderrGivesUpAt(sigs.Streams())
 	f := &Factory{IO: ios, Getenv: os.Getenv, Now: time.Now, Signals: sigs, ReadSecret: terminalSecret(ios.ErrOut, sigs.Soft),
 		tune: newProcessTuning(os.Getenv)}
 	return Run(f, args)
@@ -208,6 +208,9 @@ func newRoot(f *Factory) *cobra.Command {
 			if cmd.Annotations[instant] == "" {
 				f.Signals.Listen()
 			}
+			if cmd.Annotations[holdsWork] == "" {
+				f.Signals.FirstEnds()
+			}
 			switch f.global.color {
 			case "auto", "always", "never":
 			default:
@@ -275,6 +278,12 @@ func wrapHelp(root *cobra.Command, cols int) {
 // instant marks (in Annotations) a command that answers at once: it never waits on
 // anything a signal should stop, so signals are not wired for it (see Signals.Listen).
 const instant = "narad/instant"
+
+// holdsWork marks (in Annotations) a command that holds work its first signal lets
+// finish (messages leased, produces or commands on their way): the first signal is its
+// soft stop, and its output waits for its reader until the second. Every other command
+// ends at the first signal, a stuck stdout or stderr included (Signals.FirstEnds).
+const holdsWork = "narad/holds-work"
 
 // knowVersion makes --version work on root, printing what `narad version` does. Only
 // the whole tree needs it: --version is the root's own flag, and the build info it

@@ -29,6 +29,13 @@ type Signals struct {
 	// grace counts from there.
 	timedOut time.Time
 
+	// streams is closed when writes to a stdout or stderr nobody reads are given up
+	// (Streams): at the second signal, or at the first once the running command said
+	// it holds nothing the first signal lets finish (FirstEnds).
+	streams       chan struct{}
+	streamsClosed bool
+	firstEnds     bool
+
 	// process says Listen wires the process's signals (Main); unwire undoes it.
 	process bool
 	listen  sync.Once
@@ -38,7 +45,34 @@ type Signals struct {
 // NewSignals returns Signals not yet wired to the process (tests call Trigger).
 func NewSignals() *Signals {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Signals{Soft: make(chan struct{}), Hard: ctx, cancel: cancel}
+	return &Signals{Soft: make(chan struct{}), Hard: ctx, cancel: cancel, streams: make(chan struct{})}
+}
+
+// Streams is closed when a write to a stdout or stderr whose reader takes nothing is
+// to be given up (iostreams' StdoutGivesUpAt): at the second signal, or at the first
+// for a command that holds nothing (FirstEnds).
+func (s *Signals) Streams() <-chan struct{} { return s.streams }
+
+// FirstEnds says the running command holds nothing the first signal would let finish
+// (no message leased, no produce on its way: a listing, a read, an admin call), so
+// the first signal ends it, even while its output waits on a reader that went away.
+// A command that holds work (sub, produce, bench) keeps the two stages: its output
+// waits for its reader until the second signal, as the work it finishes is reported.
+func (s *Signals) FirstEnds() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.firstEnds = true
+	if s.count > 0 {
+		s.closeStreams()
+	}
+}
+
+// closeStreams closes streams once; s.mu is held.
+func (s *Signals) closeStreams() {
+	if !s.streamsClosed {
+		s.streamsClosed = true
+		close(s.streams)
+	}
 }
 
 // Trigger records one signal.
@@ -50,8 +84,12 @@ func (s *Signals) Trigger(sig syscall.Signal) {
 	case 1:
 		s.first, s.softAt = sig, time.Now()
 		close(s.Soft)
+		if s.firstEnds {
+			s.closeStreams()
+		}
 	default:
 		s.cancel()
+		s.closeStreams()
 	}
 }
 

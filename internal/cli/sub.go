@@ -94,8 +94,9 @@ func subCmd(f *Factory, run func(*SubOptions) error) *cobra.Command {
 	opts := &SubOptions{}
 	var typed subFlags
 	cmd := &cobra.Command{
-		Use:   "sub TOPIC [flags] [-- COMMAND [ARG...]]",
-		Short: "Consume, print and ack messages, or run a command per message",
+		Annotations: map[string]string{holdsWork: "yes"},
+		Use:         "sub TOPIC [flags] [-- COMMAND [ARG...]]",
+		Short:       "Consume, print and ack messages, or run a command per message",
 		Long: "Consume messages from TOPIC, print each and ack it once its line is written: a real\n" +
 			"consumer that competes with the others on the topic. --peek watches without taking.\n" +
 			"Through a pipe (Linux) a line is acked once the reader took it, and the next goes into the\n" +
