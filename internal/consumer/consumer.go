@@ -333,6 +333,11 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	if pl.StopOn != nil {
 		pl.StopOn(w.stopping)
 	}
+	if pl.GraceOver != nil && o.Abandon != nil {
+		// s.abandon is cancelled before Done closes, so a give-back sent on it is a
+		// last try (requestContext), never one the abandon cuts.
+		pl.GraceOver(s.abandon.Done())
+	}
 	go w.watch(pl.OutputGone)
 
 	t := &taker{ctx: ctx, take: take, stopping: w.stopping, src: src, h: h, pl: pl, s: s, c: &c, o: o}

@@ -64,6 +64,9 @@ const (
 	// pipeGrace is how long, after a soft stop, the line in the pipe waits for the
 	// reader before it is given back, unless the Printer is told another grace.
 	pipeGrace = 30 * time.Second
+	// pipeGraceBehind is how much later than the grace the pipe's own timer ends, so
+	// that the run's grace, where it has one, always ends first (see finish).
+	pipeGraceBehind = time.Second
 	// pipeOneByOne is how many lines a reader takes one at a time, each counted as used
 	// once taken, before lines go into the pipe a page at a time: `head -n N` and its
 	// kind are exact up to here.
@@ -101,6 +104,9 @@ type pipeState struct {
 	// ack acks in the background (the Printer's Acker, which Finish closes).
 	ack   func([]Delivery)
 	grace time.Duration
+	// graceOver is closed when the run's grace after a stop is over (nil if it has
+	// none): the line in the pipe goes back then, as a last try.
+	graceOver <-chan struct{}
 
 	start sync.Once
 	// wroteAll is closed when the writer ends: every line was written and taken, or
@@ -523,26 +529,35 @@ func (ps *pipeState) writeErr() error {
 
 // finish lets the writer write and see taken every line, or the reader go away. At a
 // soft stop (stopping) the lines not yet in the pipe are given back at once and the one
-// in the pipe gets ps.grace to be taken; at the hard stop (ctx) it goes back too. What
-// a reader that went away left is given back last, now that the loop takes nothing.
+// in the pipe may still be taken until the grace is over; at the hard stop (ctx) it
+// goes back too. What a reader that went away left is given back last, now that the
+// loop takes nothing.
+//
+// The grace is the run's own (graceOver: --shutdown-grace from the signal or the
+// timeout), shared with every settlement still retried: a node answering the give-back
+// 503 holds the stop up to that grace, not to it and then to the pipe's grace again.
+// The pipe's own timer, a second longer, bounds a stop the run gives no grace (a fatal
+// error), and never ends first where it does: the line's give-back must follow the
+// abandon to get its last try, not be cut by it.
 func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
 	ps.run()
 	ps.mu.Lock()
 	ps.closing = true
 	ps.mu.Unlock()
 	ps.poke()
-	var grace <-chan time.Time
+	var own <-chan time.Time
 	for done := false; !done; {
 		select {
 		case <-ps.wroteAll:
 			done = true
 		case <-stopping:
 			stopping = nil
+			own = time.After(ps.grace + pipeGraceBehind)
 			ps.giveBackQueued()
-			t := time.NewTimer(ps.grace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
+		case <-own:
+			ps.giveBackAll()
+			done = true
+		case <-ps.graceOver:
 			ps.giveBackAll()
 			done = true
 		case <-ctx.Done():

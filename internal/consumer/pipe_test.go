@@ -229,3 +229,54 @@ func TestPipeHoldsABoundedNumber(t *testing.T) {
 		t.Errorf("stats %+v", res.Stats)
 	}
 }
+
+// TestPipeLineGoesBackWhenTheRunsGraceIsOver: after a soft stop the line in the pipe
+// waits for the reader until the run's own grace (Options.Abandon, --shutdown-grace
+// from the signal) is over, however long the Printer's grace, and its give-back then
+// still lands: sent after the abandon, it is a last try, not a retry the abandon cuts.
+func TestPipeLineGoesBackWhenTheRunsGraceIsOver(t *testing.T) {
+	src := consumertest.New()
+	src.Add("t", 3)
+	r, w := pipe(t)
+	stop, abandon := make(chan struct{}), make(chan struct{})
+	p := consumer.NewPrinter(w, lines{})
+	p.ShutdownGrace(time.Hour)
+	done := runAsync(t, context.Background(), src, p, consumer.Options{Wait: time.Hour, Stop: stop, Abandon: abandon})
+	waitFor(t, "all three taken", func() bool { return src.Len() == 0 })
+	waitFor(t, "a line in the pipe", func() bool { return unread(t, r) > 0 })
+	close(stop)
+	waitFor(t, "the two behind it given back", func() bool { return len(src.Handles(client.Nack)) == 2 })
+	close(abandon)
+	res := await(t, done, "the run's grace was over")
+	if got := sorted(src.Handles(client.Nack)); !slices.Equal(got, []string{"h0", "h1", "h2"}) {
+		t.Errorf("nacked %v, want all three: nothing was read", got)
+	}
+	if len(res.Unconfirmed) != 0 {
+		t.Errorf("unconfirmed %+v: the line's give-back was cut", res.Unconfirmed)
+	}
+}
+
+// TestPipeGraceIsTheRunsWhileGiveBacksAreRetried: a node answering every give-back
+// 503 holds the stop up to the run's grace, once: the line in the pipe goes back (and
+// is listed unconfirmed) when that grace is over, not after a grace of its own that
+// started only when the retries of the lines behind it gave up.
+func TestPipeGraceIsTheRunsWhileGiveBacksAreRetried(t *testing.T) {
+	src := newDeadNode(client.Nack)
+	src.Add("t", 3)
+	r, w := pipe(t)
+	stop, abandon := make(chan struct{}), make(chan struct{})
+	p := consumer.NewPrinter(w, lines{})
+	p.ShutdownGrace(time.Hour)
+	done := runAsync(t, context.Background(), src, p, consumer.Options{Wait: time.Hour, Stop: stop, Abandon: abandon, LastTry: 40 * time.Millisecond})
+	waitFor(t, "all three taken", func() bool { return src.Len() == 0 })
+	waitFor(t, "a line in the pipe", func() bool { return unread(t, r) > 0 })
+	close(stop)
+	if a := <-src.started; a != client.Nack {
+		t.Fatalf("%v asked for, want the give-back", a)
+	}
+	close(abandon)
+	res := await(t, done, "the run's grace was over")
+	if got := sorted(unconfirmedHandles(res.Unconfirmed, client.Nack)); !slices.Equal(got, []string{"h0", "h1", "h2"}) {
+		t.Errorf("unconfirmed give-backs %v, want all three", got)
+	}
+}

@@ -23,6 +23,12 @@ type Pipelining struct {
 	// output gone) before anything is taken: for a handler whose Handle can block on
 	// something other than the network (a write to a reader that stopped reading).
 	StopOn func(stopping <-chan struct{})
+	// GraceOver, when set, is given a channel closed when the run's grace after a stop
+	// is over (Options.Abandon, or the hard stop), if the run has one: a settlement
+	// asked for after it gets one last try. A handler that holds work past a stop (the
+	// line in a pipe) gives it back then rather than at a timer of its own, whose end
+	// would race the run's abandoning the very give-back it sends.
+	GraceOver func(over <-chan struct{})
 	// OutputGone, when set, is closed when the handler's output goes away, also while
 	// the loop waits for messages (a pipe whose reader exited): the run then ends as
 	// StopOutputClosed at once.

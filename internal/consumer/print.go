@@ -69,7 +69,8 @@ func NewPrinter(w io.Writer, r LineRenderer) *Printer {
 }
 
 // ShutdownGrace is how long, after a soft stop, the line already in a pipe waits for
-// the reader before it is given back (30s unless told).
+// the reader before it is given back (30s unless told), where the run gives no grace
+// of its own (Pipelining.GraceOver): that one ends it otherwise.
 func (p *Printer) ShutdownGrace(d time.Duration) {
 	if p.pipe != nil && d > 0 {
 		p.pipe.grace = d
@@ -89,6 +90,7 @@ func (p *Printer) Pipelining() Pipelining {
 	pl := Pipelining{Ahead: p.ahead, StopOn: p.stopOn, OnSingle: p.acks.OneByOne, OneP: true}
 	if p.pipe != nil {
 		pl.OutputGone = p.pipe.gone
+		pl.GraceOver = func(over <-chan struct{}) { p.pipe.graceOver = over }
 	}
 	return pl
 }
