@@ -77,8 +77,11 @@ func canaryRun(opts *SubOptions) error {
 		}
 		return opts.apiFatal(c, err, ro.Topic)
 	}
-	if st.Failed > 0 {
-		return exitWith(ExitFailed, fmt.Errorf("%d of %s failed", st.Failed, countOf(st.Ran, "command", "commands")))
+	if st.Failed > 0 || st.Stopped > 0 {
+		// A command stopped at the end of the grace (--timeout, then --shutdown-grace)
+		// did not succeed either: the exit is 0 only when every command did, and exec
+		// mode exits 1 for the same stop.
+		return exitWith(ExitFailed, errors.New(canaryFailure(st)))
 	}
 	if ro.Count > 0 && read.n < ro.Count && ctx.Err() != nil {
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, read.n, ro.Count))
@@ -102,4 +105,21 @@ func (r *canaryRead) message(ctx context.Context) func(*client.Message) error {
 		r.n++
 		return nil
 	}
+}
+
+// canaryFailure is what the exit 1 of a canary says: the commands that failed and
+// those stopped at shutdown, out of those that ran.
+func canaryFailure(st supervisor.CanaryStats) string {
+	var parts []string
+	if st.Failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %s failed", st.Failed, countOf(st.Ran, "command", "commands")))
+	}
+	if st.Stopped > 0 {
+		what := countOf(st.Stopped, "command stopped at shutdown", "commands stopped at shutdown")
+		if st.Failed == 0 {
+			what = fmt.Sprintf("%d of %s stopped at shutdown", st.Stopped, countOf(st.Ran, "command", "commands"))
+		}
+		parts = append(parts, what)
+	}
+	return strings.Join(parts, ", ")
 }
