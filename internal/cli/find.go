@@ -73,11 +73,28 @@ type findOptions struct {
 }
 
 // filterFailures says once, at the end, that the filter failed on some messages
-// (they were not shown), with the first failure.
-func (e runEnv) filterFailures(mt *replay.Matcher) {
-	if mt == nil || mt.Errors == 0 {
+// (they were not shown), with the first failure. A read whose exit is
+// filterFailedAll's error says it there instead, in its one line.
+func (e runEnv) filterFailures(mt *replay.Matcher, exit error) {
+	if mt == nil || mt.Errors == 0 || exit != nil && errors.Is(exit, errFilterFailedAll) {
 		return
 	}
 	fmt.Fprintf(e.IO.ErrOut, "narad: warning: --filter failed on %s, not shown (first: %s)\n",
 		countOf(mt.Errors, "message", "messages"), render.Escape(mt.FirstErr.Error()))
+}
+
+// errFilterFailedAll marks filterFailedAll's error.
+var errFilterFailedAll = errors.New("--filter failed on every message")
+
+// filterFailedAll is the exit of a read whose --filter failed on every message it ran
+// on, nil otherwise. It compiled, so this is not exit 2 (that is for input refused
+// before any request): the run failed on the data, exit 1, as a --jq that fails at
+// run time does. A filter that fails on some messages only (a topic of mixed
+// payloads) is a warning, exit 0.
+func filterFailedAll(mt *replay.Matcher) error {
+	if !mt.FilterFailedAll() {
+		return nil
+	}
+	return exitWith(ExitFailed, fmt.Errorf("%w it ran on (%d), none shown (first: %s) (fix --filter; '.payload | objects | ...' skips payloads that are not objects)",
+		errFilterFailedAll, mt.Errors, render.Escape(mt.FirstErr.Error())))
 }

@@ -22,7 +22,7 @@ import (
 // was not reached. With a matcher only the messages it keeps are printed, and
 // ro.Count counts those. A read that follows the tail for ro.Count alone says so when
 // nothing comes (watchWaiting), with waitHint.
-func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options, timeout time.Duration, waitHint string, find findOptions) error {
+func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options, timeout time.Duration, waitHint string, find findOptions) (exit error) {
 	sctx, cancel := e.Context()
 	defer cancel()
 	// A reader that went away while the read waits at the tail (--follow, --peek) ends
@@ -89,7 +89,7 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 		// (Nothing read before a fatal error says nothing: the error line does.)
 		e.readStats(find.Stats, read, int64(n))
 	}
-	e.filterFailures(find.Match)
+	defer func() { e.filterFailures(find.Match, exit) }()
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Run turns the signal into 130/143
@@ -100,6 +100,9 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 			return usageErrorf("%v", err)
 		}
 		return e.apiFatal(c, err, ro.Topic)
+	case filterFailedAll(find.Match) != nil:
+		// Before the timeout's exit 3: that nothing matched is the filter's doing.
+		return filterFailedAll(find.Match)
 	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
 	}

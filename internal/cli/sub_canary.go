@@ -21,7 +21,7 @@ var canaryRefused = []string{"lease", "retry-delay", "retry-delay-max", "max-att
 // mode, but the messages come from replay reads, as --peek's do, so nothing is leased,
 // acked or nacked and the topic's consumers never notice. A new handler is tried on
 // live traffic this way before it takes any.
-func canaryRun(opts *SubOptions) error {
+func canaryRun(opts *SubOptions) (exit error) {
 	ro := peekReplay(opts)
 	c, err := opts.Client()
 	if err != nil {
@@ -63,7 +63,7 @@ func canaryRun(opts *SubOptions) error {
 		// signal or --timeout is no error: --stats then says that nothing ran.)
 		opts.printCanaryStats(opts.Stats, st, opts.Match)
 	}
-	opts.filterFailures(opts.Match)
+	defer func() { opts.filterFailures(opts.Match, exit) }()
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Main turns the signal into 130/143
@@ -82,6 +82,9 @@ func canaryRun(opts *SubOptions) error {
 		// did not succeed either: the exit is 0 only when every command did, and exec
 		// mode exits 1 for the same stop.
 		return exitWith(ExitFailed, errors.New(canaryFailure(st)))
+	}
+	if err := filterFailedAll(opts.Match); err != nil {
+		return err // no command ran: the filter kept nothing
 	}
 	if ro.Count > 0 && read.n < ro.Count && ctx.Err() != nil {
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, read.n, ro.Count))

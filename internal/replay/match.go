@@ -21,10 +21,11 @@ type Matcher struct {
 	// as its bytes, a text payload as its text. A binary payload or key never matches.
 	Grep *regexp.Regexp
 
-	// Read and Matched count the messages asked about and kept; Errors those the
-	// filter failed on, the first of which is FirstErr.
-	Read, Matched, Errors int64
-	FirstErr              error
+	// Read and Matched count the messages asked about and kept; Filtered those the
+	// filter ran on (the ones --grep, if any, let through), Errors those it failed on,
+	// the first of which is FirstErr.
+	Read, Matched, Filtered, Errors int64
+	FirstErr                        error
 
 	buf []byte
 }
@@ -39,7 +40,15 @@ func (mt *Matcher) Match(m *client.Message) bool {
 	return ok
 }
 
+// FilterFailedAll reports a filter that failed on every message it ran on (at least
+// one): an expression wrong for the data (`.a.b` on text payloads), not a topic of
+// mixed payloads where it fails on some.
+func (mt *Matcher) FilterFailedAll() bool {
+	return mt != nil && mt.Errors > 0 && mt.Errors == mt.Filtered
+}
+
 func (mt *Matcher) filter(m *client.Message) bool {
+	mt.Filtered++
 	v, err := render.MessageValue(m)
 	if err == nil {
 		var ok bool

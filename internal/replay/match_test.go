@@ -59,3 +59,33 @@ func TestMatcherFilterAndGrep(t *testing.T) {
 		t.Errorf("errors %d (%v), want 1", mt.Errors, mt.FirstErr)
 	}
 }
+
+// TestMatcherFilterFailedAll: a filter that failed on every message it ran on is told
+// from one that failed on some (a topic of mixed payloads) and from one that ran on
+// none (--grep kept nothing).
+func TestMatcherFilterFailedAll(t *testing.T) {
+	q, err := render.CompileJQ(`.payload.status == "failed"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := client.Message{Payload: json.RawMessage(`"heartbeat"`)}
+	order := client.Message{Payload: json.RawMessage(`{"status":"ok"}`)}
+	mt := &Matcher{Filter: q, Grep: regexp.MustCompile(`heart`)}
+	if mt.FilterFailedAll() {
+		t.Error("failed all before any message")
+	}
+	mt.Match(&order) // --grep keeps it out: the filter never ran on it
+	mt.Match(&text)
+	if !mt.FilterFailedAll() || mt.Filtered != 1 {
+		t.Errorf("filtered %d, errors %d: want the one it ran on failed", mt.Filtered, mt.Errors)
+	}
+	mt.Grep = nil
+	mt.Match(&order)
+	if mt.FilterFailedAll() {
+		t.Error("failed all, with a message it ran on without failing")
+	}
+	var none *Matcher
+	if none.FilterFailedAll() {
+		t.Error("a nil matcher failed")
+	}
+}
