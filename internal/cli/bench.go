@@ -187,7 +187,7 @@ func benchRun(opts *BenchOptions) error {
 	}
 	// After the first signal bench waits for the requests out, which a node that does
 	// not answer holds for an attempt's whole timeout: it says so.
-	stopNote := noteRequestsOut(opts.runEnv, opts.Signals, st.progress.println)
+	stopNote := noteRequestsOut(opts.runEnv, opts.Signals.Soft, nil, st.progress.println)
 	report, runErr := b.Run(opts.Signals.Hard)
 	stopNote()
 	stopProgress()

@@ -364,36 +364,57 @@ func (st *produceState) printf(format string, a ...any) {
 	st.progress.println(fmt.Sprintf(format, a...))
 }
 
-// stoppingNoticeAfter is how long after the first signal a run still waiting for the
-// requests out says so: a stop that is quick says nothing but its summary. A variable
-// for tests, as is stoppingNoticed, called once the line is out.
+// stoppingNoticeAfter is how long after the stop (the first signal, or a sub's
+// --timeout) a run still waiting for the requests out says so: a stop that is quick
+// says nothing but its summary. A variable for tests, as is stoppingNoticed, called
+// once the line is out.
 var (
 	stoppingNoticeAfter = time.Second
 	stoppingNoticed     = func() {}
 )
 
+// stoppingRecheck is how often a stopped run that was not held up by a request when
+// the line was due looks again (see noteRequestsOut).
+const stoppingRecheck = 100 * time.Millisecond
+
 // noteStopping says once, when the first signal came and the requests out still hold
 // the run up a moment later, what it waits for and how not to: an answer that does not
 // come may take an attempt's whole timeout. The returned func ends the watch.
 func (st *produceState) noteStopping(sigs *Signals) (stop func()) {
-	return noteRequestsOut(st.e, sigs, st.progress.println)
+	return noteRequestsOut(st.e, sigs.Soft, nil, st.progress.println)
 }
 
-// noteRequestsOut is noteStopping for any run that sends requests (produce, bench):
-// println writes the line.
-func noteRequestsOut(e runEnv, sigs *Signals, println func(string)) (stop func()) {
+// noteRequestsOut is noteStopping for any run that sends requests (produce, bench,
+// sub): stopped is its stop (the first signal, or a sub's --timeout); waiting says
+// whether a request out holds the run up (nil: whatever the run still waits for
+// does, as in produce and bench, whose run ends with its last answer); println writes
+// the line.
+func noteRequestsOut(e runEnv, stopped <-chan struct{}, waiting func() bool, println func(string)) (stop func()) {
+	sigs := e.Signals
 	done, exited := make(chan struct{}), make(chan struct{})
-	later := sigs.SoftThen(stoppingNoticeAfter, done)
+	later := afterOr(stopped, stoppingNoticeAfter, sigs.Hard.Done(), done)
 	go func() {
 		defer close(exited)
 		select {
 		case <-later:
-			if sigs.Hard.Err() == nil { // at the second signal it is not waiting any more
-				println("narad: stopping: waiting for the requests already out to be answered (" +
-					e.again("Ctrl-C again to abandon them", "a second signal abandons them") + ")\n")
-				stoppingNoticed()
-			}
 		case <-done:
+			return
+		}
+		for waiting != nil && !waiting() && sigs.Hard.Err() == nil {
+			select {
+			case <-time.After(stoppingRecheck):
+			case <-done:
+				return
+			}
+		}
+		if sigs.Hard.Err() == nil { // at the second signal it is not waiting any more
+			again := e.again("Ctrl-C again to abandon them", "a second signal abandons them")
+			if sigs.Received() == 0 {
+				// Stopped by its own --timeout: the first signal would be the soft stop.
+				again = "Ctrl-C twice to abandon them"
+			}
+			println("narad: stopping: waiting for the requests already out to be answered (" + again + ")\n")
+			stoppingNoticed()
 		}
 	}()
 	return endWatch(done, exited)

@@ -113,6 +113,17 @@ func (s *Signals) GraceOr(timeout, d time.Duration, done <-chan struct{}) <-chan
 	s.mu.Lock()
 	s.grace = d
 	s.mu.Unlock()
+	return afterOr(s.StopOr(timeout, done), d, s.Hard.Done(), done)
+}
+
+// StopOr is closed at the first signal or after timeout (0: never), whichever comes
+// first: the soft stop of a run that also stops by itself. A timeout that comes first
+// is when the grace counts from (graceEnd). done releases it when neither is coming
+// any more.
+func (s *Signals) StopOr(timeout time.Duration, done <-chan struct{}) <-chan struct{} {
+	if timeout <= 0 {
+		return s.Soft
+	}
 	stopped := make(chan struct{})
 	go func() {
 		t := time.NewTimer(timeout)
@@ -121,7 +132,7 @@ func (s *Signals) GraceOr(timeout, d time.Duration, done <-chan struct{}) <-chan
 		case <-s.Soft:
 		case <-t.C:
 			s.mu.Lock()
-			if s.count == 0 {
+			if s.count == 0 && s.timedOut.IsZero() {
 				s.timedOut = time.Now()
 			}
 			s.mu.Unlock()
@@ -130,7 +141,7 @@ func (s *Signals) GraceOr(timeout, d time.Duration, done <-chan struct{}) <-chan
 		}
 		close(stopped)
 	}()
-	return afterOr(stopped, d, s.Hard.Done(), done)
+	return stopped
 }
 
 // graceEnd is when the grace after the first signal (or the run's timeout) ends; the

@@ -326,7 +326,8 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	}
 	defer m.close()
 	retries := &settleRetries{}
-	hooks := append(m.hooks(), retries)
+	consumes := &consumesOut{}
+	hooks := append(m.hooks(), retries, consumes)
 	var answered *nodeAnswered
 	if opts.waitsForCountAlone() {
 		answered = &nodeAnswered{}
@@ -364,6 +365,11 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	ran := make(chan struct{})
 	defer close(ran)
 	co.Abandon = opts.Signals.GraceOr(co.Timeout, opts.ShutdownGrace, ran)
+	// At the stop a consume out is waited for (its answer may lease messages, given
+	// back once it comes): a node that does not answer holds the run up, and it says so.
+	stopNote := noteRequestsOut(opts.runEnv, opts.Signals.StopOr(co.Timeout, ran),
+		func() bool { return consumes.overdue(stoppingNoticeAfter) },
+		func(l string) { _, _ = io.WriteString(opts.IO.ErrOut, l) })
 	if sup != nil {
 		defer opts.announceStop(sup)()
 		co.OnFatal = opts.announceFatal(sup)
@@ -376,6 +382,7 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 		stopTimeout = opts.announceTimeout(opts.Timeout, co.Timeout, sup)
 	}
 	res, err := consumer.Run(opts.Signals.Hard, c, h, co)
+	stopNote()
 	stopWaiting()
 	stopTimeout()
 	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -141,4 +142,54 @@ func (s *answeredSource) Topic(ctx context.Context, name string) (*client.Topic,
 		s.answered.Store(true)
 	}
 	return t, err
+}
+
+// consumesOut is a client hook that knows the consumes out and when each was due its
+// answer (sent, plus its long poll's wait): at a stop the run waits for those, since
+// the node may be leasing messages for them, and a node that does not answer holds it
+// up for a while, which the stop line then says (noteRequestsOut).
+type consumesOut struct {
+	mu  sync.Mutex
+	due map[client.Exchange][]time.Time
+}
+
+func (c *consumesOut) OnSent(e client.SentEvent) {
+	if e.Op != client.OpConsume {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.due == nil {
+		c.due = make(map[client.Exchange][]time.Time)
+	}
+	c.due[e.Exchange] = append(c.due[e.Exchange], time.Now().Add(e.Wait))
+}
+
+func (c *consumesOut) OnAnswer(e client.AnswerEvent) { c.done(e.Exchange) }
+
+func (c *consumesOut) OnTransportError(e client.TransportErrorEvent) { c.done(e.Exchange) }
+
+func (c *consumesOut) done(x client.Exchange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch ds := c.due[x]; len(ds) {
+	case 0:
+	case 1:
+		delete(c.due, x)
+	default:
+		c.due[x] = ds[1:]
+	}
+}
+
+// overdue reports whether a consume out was due its answer more than d ago.
+func (c *consumesOut) overdue(d time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	late := time.Now().Add(-d)
+	for _, ds := range c.due {
+		if ds[0].Before(late) {
+			return true
+		}
+	}
+	return false
 }
