@@ -113,6 +113,7 @@ func addBenchFlags(cmd *cobra.Command, opts *BenchOptions, typed *benchFlags) {
 	fl.IntVarP(&opts.Concurrency, "concurrency", "j", 8, "requests in flight at once")
 	fl.IntVar(&opts.Keys, "keys", 0, "give the messages N distinct keys (0: no keys)")
 	fl.StringVar(&typed.payload, "payload", "text", "text (letters and digits) or json")
+	blankOwnChecked(fl, "size", "payload")
 	fl.BoolVar(&opts.Consume, "consume", false, "then consume and ack until nothing is left")
 	fl.BoolVar(&opts.Create, "create", false, "create TOPIC if it does not exist")
 	fl.IntVar(&opts.Partitions, "partitions", 0, "with --create: partitions of the new topic, 3..108")

@@ -61,6 +61,8 @@ func devCmd(f *Factory, run func(*DevOptions) error) *cobra.Command {
 	fs.DurationVar(&fl.maxConsumeWait, "max-consume-wait", 10*time.Second, "cap on a consume's wait")
 	fs.StringArrayVar(&fl.users, "user", nil, "NAME:PASS:GRANTS, GRANTS a comma list of action:pattern or admin (repeatable; turns auth on; the first user with admin is the root admin)")
 	fs.StringArrayVar(&fl.faults, "fault", nil, "inject faults: ack=503:0.2, consume=503:0.1, extend=410:1, latency=5ms, reset=0.01 (repeatable)")
+	blankOwnChecked(fs, "topic", "user", "fault")
+	blankNeeds(fs, "addr", "HOST:PORT", "leave the flag out for 127.0.0.1:7942; port 0 picks a free one")
 	fs.BoolVar(&fl.legacy, "legacy", false, "behave like an older (v3.0) node, to test client fallbacks")
 	fs.BoolVarP(&opts.Quiet, "quiet", "q", false, "do not log requests")
 	return cmd

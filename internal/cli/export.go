@@ -24,6 +24,7 @@ const jqFlagName = "jq"
 // addJQFlag adds --jq to a command that has -o json.
 func addJQFlag(cmd *cobra.Command) {
 	cmd.Flags().String(jqFlagName, "", "print what this jq expression makes of the JSON output (implies -o json): strings raw, other values as JSON, one a line")
+	blankOwnChecked(cmd.Flags(), jqFlagName)
 }
 
 // resolveExport compiles the --jq of cmd, if given, into f.export and makes -o json

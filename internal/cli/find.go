@@ -21,6 +21,8 @@ func (o *findFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.filter, "filter", "", "show only messages this jq expression is true for (neither false nor null), e.g. '.payload.status == \"failed\"'")
 	fl.StringVar(&o.grep, "grep", "", "show only messages whose key or payload (as text) this regular expression (RE2) matches; binary payloads never match")
+	blankOwnChecked(fl, "filter")
+	emptyNeeds(fl, "grep", "a regular expression", "e.g. 'ord_12[0-9]'; leave the flag out for every message")
 }
 
 // given reports whether either flag was typed.
@@ -43,9 +45,6 @@ func (o *findFlags) resolve(changed func(string) bool) (*replay.Matcher, error) 
 		mt.Filter = q
 	}
 	if changed("grep") {
-		if o.grep == "" {
-			return nil, usageErrorf("--grep needs a regular expression")
-		}
 		re, err := regexp.Compile(o.grep)
 		if err != nil {
 			return nil, usageErrorf("invalid --grep %q: %v (an RE2 regular expression, e.g. 'ord_12[0-9]')", o.grep, regexpWhy(err))

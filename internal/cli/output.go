@@ -43,6 +43,9 @@ func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload ('' for none)")
 	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time (and read a --since or --until without a zone as UTC)")
 	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")
+	blankOwnChecked(fl, "output")
+	emptyNeeds(fl, "template", "a template", "e.g. '{{.Offset}} {{.Payload}}'; leave the flag out for text")
+	blankMeansValue(fl, "delimiter")
 	addJQFlag(cmd)
 }
 
@@ -67,11 +70,6 @@ func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) 
 	if err != nil || changed("output") && o.format == "" {
 		// (An empty -o, an unset variable, is no format: not text in place of json.)
 		return MessageOutput{}, usageErrorf("invalid --output %q (text, json or raw)", o.format)
-	}
-	if changed("template") && o.template == "" {
-		// Taken as no template, an unset variable would print the text line where a
-		// script expects its own format.
-		return MessageOutput{}, usageErrorf("--template needs a template, not '' (e.g. '{{.Offset}} {{.Payload}}'; leave the flag out for text)")
 	}
 	if o.template != "" {
 		if changed("output") {

@@ -19,6 +19,7 @@ import (
 // addTextJSONFlag adds -o text|json (and --jq beside it); checkTextJSON validates it.
 func addTextJSONFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVarP(p, "output", "o", "text", "output format: text or json")
+	blankOwnChecked(cmd.Flags(), "output")
 	addJQFlag(cmd)
 }
 

@@ -154,6 +154,9 @@ func addProduceFlags(cmd *cobra.Command, opts *ProduceOptions, typed *produceFla
 	fl.StringVarP(&typed.key, "key", "k", "", "message key (same key, same partition)")
 	fl.IntVar(&typed.partition, "partition", 0, "pin every message to this partition")
 	fl.StringVarP(&opts.File, "file", "f", "", "read the message (or with --lines/--json, the messages) from this file; - is stdin")
+	// An empty key is a key (the node hashes it like any other).
+	blankMeansValue(fl, "key")
+	blankNeeds(fl, "file", "a file name", "- is stdin; leave the flag out to read stdin or the arguments")
 	fl.BoolVarP(&opts.Lines, "lines", "l", false, "one message per line of input")
 	fl.BoolVar(&opts.JSON, "json", false, "one message per line, in the shape of sub -o json")
 	fl.IntVar(&opts.Count, "count", 1, "send each message this many times")

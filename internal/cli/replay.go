@@ -86,6 +86,7 @@ func addReplayFlags(cmd *cobra.Command, opts *ReplayOptions, typed *replayFlags)
 	typed.find.addFlags(cmd)
 	fl.StringVar(&opts.Find.Stats, "stats", "", "at the end, say on stderr how many messages were read and how many matched: text (a table) or json")
 	fl.Lookup("stats").NoOptDefVal = "text"
+	blankNeeds(fl, "stats", "text or json", "--stats alone is text")
 }
 
 // resolve reads the arguments and the typed flags into opts and checks them together.

@@ -211,6 +211,9 @@ func newRoot(f *Factory) *cobra.Command {
 			if cmd.Annotations[holdsWork] == "" {
 				f.Signals.FirstEnds()
 			}
+			if err := refuseBlankFlags(cmd); err != nil {
+				return err
+			}
 			switch f.global.color {
 			case "auto", "always", "never":
 			default:
@@ -245,6 +248,14 @@ func newRoot(f *Factory) *cobra.Command {
 	pf.StringVar(&f.global.color, "color", "auto", "colour: auto, always or never (NO_COLOR turns it off)")
 	pf.BoolVarP(&f.global.verbose, "verbose", "v", false, "log each HTTP request, status and latency on stderr")
 	pf.BoolVar(&f.global.curl, "curl", false, "before each request, print the curl command that makes it on stderr (credentials as $NARAD_USER:$NARAD_PASS)")
+	blankOwnChecked(pf, "server", "color")
+	blankNeeds(pf, "user", "a user name", "leave the flag out for NARAD_USER or the context's")
+	// A password of spaces is a password; an empty one sent would count as a failed
+	// login against the user.
+	emptyNeeds(pf, "password", "a password", "leave the flag out for NARAD_PASS or the context's, or use --password-stdin")
+	blankNeeds(pf, "context", "a context name", "leave the flag out for the current one; narad context ls lists them")
+	blankNeeds(pf, "config", "a file name", "leave the flag out for NARAD_CONFIG or $XDG_CONFIG_HOME/narad/config.yaml")
+	blankNeeds(pf, "ca-cert", "a PEM file", "leave the flag out to trust the system's CAs only")
 
 	// Groups in the order `narad --help` lists them, as gh does.
 	root.AddGroup(

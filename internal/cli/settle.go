@@ -112,6 +112,7 @@ other failure.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "output format: text (failures on stderr) or json (a result per handle on stdout)")
+	blankOwnChecked(cmd.Flags(), "output")
 	addJQFlag(cmd)
 	return cmd
 }

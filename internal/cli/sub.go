@@ -150,6 +150,7 @@ func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 	fl.Float64Var(&opts.Rate, "rate", 0, "take at most N messages a second (both modes; each request asks for what the limit allows now)")
 	fl.StringVar(&opts.Stats, "stats", "", "print counters on stderr at the end: text (a table) or json (default: one line on a terminal)")
 	fl.Lookup("stats").NoOptDefVal = "text"
+	blankNeeds(fl, "stats", "text or json", "--stats alone is text")
 	fl.BoolVar(&opts.Peek, "peek", false, "watch without taking anything (replay reads from the tail)")
 	fl.BoolVarP(&opts.Interactive, "interactive", "i", false, "hold mode: take one message at a time, show it full screen, and ack, nack or dead-letter it by key")
 	fl.BoolVar(&opts.FromBeginning, "from-beginning", false, "with --peek: start at the oldest retained messages")
@@ -161,6 +162,11 @@ func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 	fl.StringVar(&opts.DeadLetterFormat, "dead-letter-format", "raw", "with --dead-letter: raw (the payload as it was) or envelope (JSON: where it came from, attempts, exit_code, stderr_tail, payload)")
 	fl.DurationVar(&opts.ShutdownGrace, "shutdown-grace", 30*time.Second, "after a signal, time running commands, lines in a pipe and acks being retried get to finish (with -i too)")
 	fl.StringVar(&opts.MetricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (both modes; no host: 127.0.0.1)")
+	// Taken as none, an unset variable in a unit file would drop exec mode's
+	// dead-lettering, or leave the probes and scrapes failing, with no word from narad.
+	blankNeeds(fl, "dead-letter", "a topic name", "leave the flag out for none")
+	blankNeeds(fl, "metrics-addr", "HOST:PORT", "leave the flag out for none")
+	blankOwnChecked(fl, "dead-letter-format")
 }
 
 // resolve reads the arguments and the typed flags into opts and checks them
@@ -250,17 +256,8 @@ func (opts *SubOptions) validateShared(changed func(string) bool) error {
 		return usageErrorf("--rate must be above 0 (messages a second), not %v", opts.Rate)
 	case opts.DeadLetterFormat != supervisor.FormatRaw && opts.DeadLetterFormat != supervisor.FormatEnvelope:
 		return usageErrorf("invalid --dead-letter-format %q (raw or envelope)", opts.DeadLetterFormat)
-	case changed("dead-letter") && opts.DeadLetter == "":
-		// Taken as no dead-letter topic, d in hold mode would only say it has none, and
-		// an empty variable in a unit file would drop exec mode's dead-lettering unsaid.
-		return usageErrorf("--dead-letter needs a topic name, not '' (leave the flag out for none)")
 	case changed("dead-letter-format") && opts.DeadLetter == "":
 		return usageErrorf("--dead-letter-format needs --dead-letter")
-	}
-	if changed("metrics-addr") && opts.MetricsAddr == "" {
-		// Taken as no endpoint, an unset variable in a unit file would leave the probes
-		// and scrapes failing with no word from narad.
-		return usageErrorf("--metrics-addr needs HOST:PORT, not '' (leave the flag out for none)")
 	}
 	if opts.MetricsAddr != "" && (opts.Peek || opts.Interactive) {
 		return usageErrorf("--metrics-addr is for workers: not with --peek or -i (narad sub TOPIC [-- COMMAND] --metrics-addr HOST:PORT)")

@@ -46,6 +46,7 @@ func addExecFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 	fl.DurationVar(&opts.Lease, "lease", 0, "exec mode: lease length: extended every D/3, lost after D with no extend confirmed (default: the topic's visibility timeout)")
 	fl.DurationVar(&opts.KillGrace, "kill-grace", 10*time.Second, "exec mode: time between SIGTERM and SIGKILL")
 	fl.StringVar(&typed.ackExitCodes, "ack-exit-codes", "0", "exec mode: exit codes that ack, comma separated")
+	blankNeeds(fl, "ack-exit-codes", "exit codes", "a comma list of 0..255, e.g. 0,3; leave the flag out for 0")
 	fl.DurationVar(&opts.RetryDelay, "retry-delay", 0, "exec mode: hold a failed message this long before giving it back")
 	fl.DurationVar(&opts.RetryDelayMax, "retry-delay-max", time.Minute, "exec mode: longest hold of a message that fails again (2s, 4s, ... up to D)")
 	fl.IntVar(&opts.MaxAttempts, "max-attempts", 0, "exec mode, with --dead-letter: failures of one message before it is dead-lettered")
@@ -165,6 +166,10 @@ func parseExitCodes(s string) ([]int, error) {
 			return nil, usageErrorf("invalid --ack-exit-codes %q (a comma list of 0..255)", s)
 		}
 		codes = append(codes, n)
+	}
+	if len(codes) == 0 {
+		// No code that acks would nack every message, each to be taken again.
+		return nil, usageErrorf("invalid --ack-exit-codes %q (a comma list of 0..255)", s)
 	}
 	return codes, nil
 }

@@ -119,6 +119,7 @@ func (t *timeFlags) addFlags(cmd *cobra.Command, follow string) {
 		" (RFC 3339, local 2026-12-01 10:00[:05], @unix-seconds, or 90s, 15m, 2h, 3d ago)")
 	fl.StringVar(&t.until, "until", "", "stop each partition after its last message stamped at or before TIME"+
 		" (same forms as --since; "+follow+" a future TIME ends once the clock passes it)")
+	blankOwnChecked(fl, "since", "until")
 }
 
 // peekTimes is sub's --since and --until: watching only, as a consumer takes what is

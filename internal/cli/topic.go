@@ -248,6 +248,8 @@ func topicCreateCmd(f *Factory, run func(*TopicCreateOptions) error) *cobra.Comm
 	fl.IntVar(&opts.Spec.MaxAckedAheadPerPartition, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message at most")
 	fl.StringVar(&opts.Spec.Parent, "parent", "", "create the topic as a fan-out child of this topic")
 	fl.StringVar(&create.delay, "delay", "", "with --parent: each copy arrives this long after its commit, e.g. 30s")
+	blankOwnChecked(fl, "visibility", "retention", "delay")
+	blankNeeds(fl, "parent", "a topic name", "leave the flag out for a topic of its own")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }

@@ -70,6 +70,8 @@ func topicEditCmd(f *Factory, run func(*TopicEditOptions) error) *cobra.Command 
 	fl.IntVar(&edit.maxAckedAhead, "max-acked-ahead", 0, "acks held past a partition's oldest unacked message (0: default)")
 	fl.StringVar(&edit.schema, "schema", "", "JSON Schema document: a file, or - for stdin")
 	fl.StringVar(&edit.visibility, "visibility", "", "refused: the visibility timeout cannot change after creation")
+	blankOwnChecked(fl, "retention", "visibility")
+	blankNeeds(fl, "schema", "a file (- for stdin)", "leave the flag out to keep the schema")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -131,9 +133,6 @@ const maxSchemaBytes = 1 << 20
 // JSON value, so a typo is exit 2 here rather than a 400 from the node. A stdin or a
 // FIFO that gives nothing yet is waited for until a signal, not past it.
 func readSchema(stdin io.Reader, src string, sigs *Signals) (json.RawMessage, error) {
-	if src == "" {
-		return nil, usageErrorf("--schema needs a file name, or - for stdin")
-	}
 	b, err := unlessStopped(sigs, func() ([]byte, error) {
 		if src == "-" {
 			return io.ReadAll(io.LimitReader(stdin, maxSchemaBytes+1))
@@ -259,6 +258,7 @@ func topicAttachCmd(f *Factory, run func(*TopicAttachOptions) error) *cobra.Comm
 		},
 	}
 	cmd.Flags().StringVar(&delay, "delay", "", "deliver each copy this long after the parent committed it, e.g. 30s (at most 365d)")
+	blankOwnChecked(cmd.Flags(), "delay")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }

@@ -243,6 +243,7 @@ func userAddCmd(f *Factory, run func(*UserAddOptions) error) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&grants, "grant", nil, "a grant ACTION:PATTERN[,PATTERN] (repeatable), or admin")
+	blankOwnChecked(cmd.Flags(), "grant")
 	cmd.Flags().BoolVar(&opts.PasswordStdin, "password-stdin", false, "read the new user's password from the first line of stdin")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
@@ -396,6 +397,7 @@ func userGrantCmd(f *Factory, run func(*UserGrantOptions) error) *cobra.Command 
 		},
 	}
 	cmd.Flags().StringArrayVar(&grants, "grant", nil, "a grant ACTION:PATTERN[,PATTERN] (repeatable), or admin")
+	blankOwnChecked(cmd.Flags(), "grant")
 	addTextJSONFlag(cmd, &opts.Output)
 	return cmd
 }
