@@ -99,13 +99,20 @@ func Load(path string) (*File, error) {
 // Path is where the file was read from and will be saved to.
 func (f *File) Path() string { return f.path }
 
-// Save writes the file atomically with mode 0600, since it may hold passwords.
+// Save writes the file atomically with mode 0600, since it may hold passwords. A
+// config that is a symlink (kept with the dotfiles) is written through to the file
+// it names, the link left as it is: a rename over the link would replace it with a
+// file of its own and leave the dotfiles' copy behind.
 func (f *File) Save() error {
 	data, err := yaml.Marshal(f)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(f.path)
+	path, err := linkTarget(f.path)
+	if err != nil {
+		return fmt.Errorf("cannot write config: %w", err)
+	}
+	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("cannot create %s: %w", dir, err)
 	}
@@ -125,10 +132,39 @@ func (f *File) Save() error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
+	// The temporary file is in the target's own directory, so the rename is atomic.
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("cannot write config: %w", err)
 	}
 	return nil
+}
+
+// maxLinks bounds the symlinks followed from the config path, as the kernel's own
+// limit does for a loop.
+const maxLinks = 40
+
+// linkTarget is the file path names once its symlinks are followed, a link that
+// names nothing yet included (the dotfiles' copy not written so far): path itself
+// when it is no symlink or does not exist.
+func linkTarget(path string) (string, error) {
+	for range maxLinks {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) || err == nil && fi.Mode()&os.ModeSymlink == 0 {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", path)
 }
 
 // Names lists the saved contexts in order.

@@ -154,6 +154,100 @@ func TestSaveIsPrivateAndRoundTrips(t *testing.T) {
 	}
 }
 
+// A config kept with the dotfiles is a symlink: a save writes the file it names,
+// 0600 and by a rename in that file's own directory, and the link stays a link.
+func TestSaveWritesThroughSymlink(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// link makes the link(s) at home/config.yaml to dots/config.yaml.
+		link     func(t *testing.T, home, dots string) string
+		existing bool
+	}{
+		{"absolute", func(t *testing.T, home, dots string) string {
+			return filepath.Join(dots, "config.yaml")
+		}, true},
+		{"relative", func(t *testing.T, home, dots string) string {
+			return filepath.Join("..", "dots", "config.yaml")
+		}, true},
+		{"chain", func(t *testing.T, home, dots string) string {
+			mid := filepath.Join(home, "mid.yaml")
+			if err := os.Symlink(filepath.Join(dots, "config.yaml"), mid); err != nil {
+				t.Fatal(err)
+			}
+			return "mid.yaml"
+		}, true},
+		{"dangling", func(t *testing.T, home, dots string) string {
+			return filepath.Join(dots, "config.yaml")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			home, dots := filepath.Join(root, "home"), filepath.Join(root, "dots")
+			for _, d := range []string{home, dots} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			target := filepath.Join(dots, "config.yaml")
+			if tc.existing {
+				if err := os.WriteFile(target, []byte("contexts: {}\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(home, "config.yaml")
+			to := tc.link(t, home, dots)
+			if err := os.Symlink(to, path); err != nil {
+				t.Fatal(err)
+			}
+			f, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Contexts["prod"] = Context{Server: "https://x", User: "u", Password: "p"}
+			if err := f.Save(); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.Readlink(path); err != nil || got != to {
+				t.Fatalf("the link is now %q (%v), want it left pointing to %q", got, err, to)
+			}
+			st, err := os.Stat(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != 0o600 {
+				t.Errorf("target mode %v, want 0600", st.Mode().Perm())
+			}
+			g, err := Load(target)
+			if err != nil || g.Contexts["prod"].Password != "p" {
+				t.Errorf("the target does not hold the save: %+v, %v", g, err)
+			}
+			for _, d := range []string{home, dots} {
+				if left, _ := filepath.Glob(filepath.Join(d, ".config-*")); len(left) != 0 {
+					t.Errorf("temporary files left: %v", left)
+				}
+			}
+		})
+	}
+}
+
+func TestSaveRefusesASymlinkLoop(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	if err := os.Symlink(b, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, b); err != nil {
+		t.Fatal(err)
+	}
+	f := &File{path: a, Contexts: map[string]Context{}}
+	if err := f.Save(); err == nil || !strings.Contains(err.Error(), "symbolic links") {
+		t.Fatalf("Save through a loop: %v, want an error saying so", err)
+	}
+	if fi, err := os.Lstat(a); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi, err)
+	}
+}
+
 func TestLoadMissingAndInvalid(t *testing.T) {
 	dir := t.TempDir()
 	f, err := Load(filepath.Join(dir, "missing.yaml"))
