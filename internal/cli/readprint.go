@@ -55,13 +55,13 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	var printed atomic.Int64
 	var src replay.Source = c
 	stopWaiting := func() {}
-	if ro.Follow && ro.Count > 0 && timeout == 0 && find.Match == nil {
+	if ro.Follow && ro.Count > 0 && timeout == 0 {
 		// Waiting at the tail for --count messages: say so if none come, once the node
-		// has answered. (With a filter, a long stretch of history that does not match
-		// is reading, not waiting, and the watch sees only what matched: no line then.)
+		// has answered. With a filter, for matches: messages read and skipped are no
+		// progress towards --count, and the line says how many there were.
 		as := &answeredSource{Source: c}
 		src = as
-		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, func() (int64, bool, bool) {
+		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, find.Match, func() (int64, bool, bool) {
 			return printed.Load(), false, as.answered.Load()
 		})
 	}

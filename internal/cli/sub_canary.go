@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
@@ -51,7 +52,19 @@ func canaryRun(opts *SubOptions) (exit error) {
 	read := canaryRead{can: can, hard: opts.Signals.Hard}
 	stopTimeout := opts.announceTimeout(opts.Timeout, opts.Timeout, can)
 	opts.waitOutNodeLoss(c, &ro)
-	_, err = replay.Run(ctx, c, ro, read.message(ctx))
+	var src replay.Source = c
+	stopWaiting := func() {}
+	if ro.Count > 0 && opts.Timeout == 0 {
+		// Waiting for --count messages, as --peek does: say so if none come (no
+		// command running meanwhile), once the node has answered.
+		as := &answeredSource{Source: c}
+		src = as
+		stopWaiting = opts.watchWaiting(ro.Topic, ro.Count, timeoutHint, opts.Match, func() (int64, bool, bool) {
+			return read.n.Load(), can.Running() > 0, as.answered.Load()
+		})
+	}
+	_, err = replay.Run(ctx, src, ro, read.message(ctx))
+	stopWaiting()
 	// The reading's end by a signal or --timeout gives running commands
 	// --shutdown-grace, as in exec mode: at --timeout they are not waited for up to
 	// --max-processing-time.
@@ -86,8 +99,8 @@ func canaryRun(opts *SubOptions) (exit error) {
 	if err := filterFailedAll(opts.Match); err != nil {
 		return err // no command ran: the filter kept nothing
 	}
-	if ro.Count > 0 && read.n < ro.Count && ctx.Err() != nil {
-		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, read.n, ro.Count))
+	if ro.Count > 0 && read.n.Load() < int64(ro.Count) && ctx.Err() != nil {
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, read.n.Load(), ro.Count))
 	}
 	return nil
 }
@@ -96,8 +109,8 @@ func canaryRun(opts *SubOptions) (exit error) {
 type canaryRead struct {
 	can  *supervisor.Canary
 	hard context.Context
-	n    int   // messages run
-	err  error // what stopped the run of commands, if anything did
+	n    atomic.Int64 // messages run (the waiting line reads it)
+	err  error        // what stopped the run of commands, if anything did
 }
 
 func (r *canaryRead) message(ctx context.Context) func(*client.Message) error {
@@ -105,7 +118,7 @@ func (r *canaryRead) message(ctx context.Context) func(*client.Message) error {
 		if r.err = r.can.Run(ctx, r.hard, m); r.err != nil {
 			return replay.ErrStop
 		}
-		r.n++
+		r.n.Add(1)
 		return nil
 	}
 }

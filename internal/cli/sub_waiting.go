@@ -33,10 +33,18 @@ type readProgress func() (n int64, holding, ok bool)
 // watchWaiting says, once, when a read of count messages has held nothing and had
 // nothing new for waitingNoticeAfter: "narad: waiting on orders: nothing for 30s, 2 of
 // --count 5 so far", and hint (what bounds the wait) in parentheses when there is
-// one. The returned func ends the watch.
-func (e runEnv) watchWaiting(topic string, count int, hint string, progress readProgress) (stop func()) {
+// one. With a matcher (--filter, --grep) n counts matches, and the messages read and
+// skipped meanwhile are no progress: "no match for 30s, 0 of --count 1 so far, 812
+// read without a match" (and how many of them the filter failed on), so that a filter
+// that never matches (a typo, an expression wrong for the data) does not look like a
+// quiet topic. The returned func ends the watch.
+func (e runEnv) watchWaiting(topic string, count int, hint string, mt *replay.Matcher, progress readProgress) (stop func()) {
 	if hint != "" {
 		hint = " (" + hint + ")"
+	}
+	nothing := "nothing"
+	if mt != nil {
+		nothing = "no match"
 	}
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -57,14 +65,28 @@ func (e runEnv) watchWaiting(topic string, count int, hint string, progress read
 				if now.Sub(since) < waitingNoticeAfter {
 					continue
 				}
-				fmt.Fprintf(e.IO.ErrOut, "narad: waiting on %s: nothing for %s, %d of --count %d so far%s\n",
-					render.Escape(topic), roundDuration(waitingNoticeAfter), n, count, hint)
+				fmt.Fprintf(e.IO.ErrOut, "narad: waiting on %s: %s for %s, %d of --count %d so far%s%s\n",
+					render.Escape(topic), nothing, roundDuration(waitingNoticeAfter), n, count, unmatched(mt, n), hint)
 				waitingNoticed()
 				return
 			}
 		}
 	}()
 	return endWatch(done, exited)
+}
+
+// unmatched is the waiting line's account of the messages a matcher read and did not
+// keep ("" without one), matched of them kept.
+func unmatched(mt *replay.Matcher, matched int64) string {
+	if mt == nil {
+		return ""
+	}
+	read, failed := mt.Now()
+	s := fmt.Sprintf(", %d read without a match", max(read-matched, 0))
+	if failed > 0 {
+		s += fmt.Sprintf(" (--filter failed on %d)", failed)
+	}
+	return s
 }
 
 // endWatch is the stop of a watch whose goroutine may write a line (it closes exited
@@ -116,7 +138,7 @@ func (opts *SubOptions) waitingNotice(co *consumer.Options, answered *nodeAnswer
 			prev(l)
 		}
 	}
-	return opts.watchWaiting(opts.Topic, opts.Count, timeoutHint, func() (int64, bool, bool) {
+	return opts.watchWaiting(opts.Topic, opts.Count, timeoutHint, nil, func() (int64, bool, bool) {
 		l := live.Load()
 		if l == nil || !answered.Load() {
 			return 0, false, false

@@ -63,6 +63,43 @@ func TestWaitingForCountSaysSo(t *testing.T) {
 	}
 }
 
+// TestWaitingWithAFilterSaysWhatItRead: with --grep or --filter, --count counts
+// matches, so a read whose filter matches nothing waits for them like any other and
+// says so, with how many messages it read and skipped meanwhile (and how many of them
+// the filter failed on): a filter with a typo, or wrong for the data, must not look
+// like a quiet topic. The canary (--peek -- COMMAND) says it as --peek does.
+func TestWaitingWithAFilterSaysWhatItRead(t *testing.T) {
+	// Long enough for the four messages there to be read before it: the line counts
+	// what was read by then.
+	said := shortWaitingNotice(t, 300*time.Millisecond)
+	hint := " (--timeout D stops waiting)\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "3", "--grep", "a"},
+			"no match for 300ms, 2 of --count 3 so far, 2 read without a match" + hint},
+		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "1", "--filter", ".payload.n.x", "-o", "json"},
+			"no match for 300ms, 0 of --count 1 so far, 4 read without a match (--filter failed on 4)" + hint},
+		{[]string{"replay", "t", "--follow", "--count", "1", "--grep", "nothing-matches"},
+			"no match for 300ms, 0 of --count 1 so far, 4 read without a match\n"},
+		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "3", "--grep", "a", "--", "true"},
+			"no match for 300ms, 2 of --count 3 so far, 2 read without a match" + hint},
+		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "5", "--", "true"},
+			"nothing for 300ms, 4 of --count 5 so far" + hint},
+	} {
+		b := subBroker(t, "a", "ab", "b", `{"n":1}`)
+		r := runTTY(t, false, false, stopWhen(said), append([]string{"-s", b.URL()}, tc.args...)...)
+		want := "narad: waiting on t: " + tc.want
+		if strings.Count(r.stderr, want) != 1 {
+			t.Errorf("%v: stderr:\n%s\nwant once: %s", tc.args, r.stderr, want)
+		}
+		if strings.Contains(r.stdout, "waiting") {
+			t.Errorf("%v: stdout (the data) has the waiting line:\n%s", tc.args, r.stdout)
+		}
+	}
+}
+
 // TestWaitingInExecModeCountsFinished: exec mode's --count counts messages finished,
 // so the line does too. The one message fails once (given back at once) and then
 // succeeds: taken twice, finished once, and the run waits for a second message. (The
@@ -96,7 +133,8 @@ func TestWaitingNoticeOnlyWhenWaiting(t *testing.T) {
 		{"sub", "t", "-o", "raw"},
 		{"sub", "t", "--count", "1", "--", "sleep", "0.6"},
 		{"replay", "t", "--count", "5"},
-		{"replay", "t", "--follow", "--count", "5", "--grep", "nothing-matches"},
+		{"sub", "t", "--peek", "--from-beginning", "--count", "5", "--grep", "nothing-matches", "--timeout", "1s"},
+		{"sub", "t", "--peek", "--from-beginning", "--count", "5", "--timeout", "1s", "--", "true"},
 		{"sub", "t", "--peek", "--from-beginning", "--count", "5", "--timeout", "1s"},
 	} {
 		if _, _, err := b.Produce("t", "", []byte("a")); err != nil {

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"regexp"
+	"sync/atomic"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/render"
@@ -27,12 +28,24 @@ type Matcher struct {
 	Read, Matched, Filtered, Errors int64
 	FirstErr                        error
 
+	// now is Read and Errors for a watch from another goroutine while the read runs
+	// (Now): the fields are the read's own.
+	now struct{ read, errors atomic.Int64 }
+
 	buf []byte
+}
+
+// Now is how many messages were read so far and how many of them the filter failed
+// on, safe to ask from any goroutine while the read runs (the waiting line of a
+// follow that matches nothing says it).
+func (mt *Matcher) Now() (read, failed int64) {
+	return mt.now.read.Load(), mt.now.errors.Load()
 }
 
 // Match reports whether m is kept, and counts it.
 func (mt *Matcher) Match(m *client.Message) bool {
 	mt.Read++
+	mt.now.read.Store(mt.Read)
 	ok := (mt.Grep == nil || mt.grep(m)) && (mt.Filter == nil || mt.filter(m))
 	if ok {
 		mt.Matched++
@@ -57,6 +70,7 @@ func (mt *Matcher) filter(m *client.Message) bool {
 		}
 	}
 	mt.Errors++
+	mt.now.errors.Store(mt.Errors)
 	if mt.FirstErr == nil {
 		mt.FirstErr = fmt.Errorf("p%d @%d: %w", m.Partition, m.Offset, err)
 	}
