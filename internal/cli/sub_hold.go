@@ -61,10 +61,13 @@ func holdRun(opts *SubOptions) error {
 	}
 	defer lines.flush(opts.IO.ErrOut)
 	// The lease, which the screen counts down: topic info also says at once that the
-	// topic is not there, before the screen opens.
-	ctx, cancel := context.WithTimeout(opts.Signals.Hard, 30*time.Second)
+	// topic is not there, before the screen opens. Nothing is taken yet: the first
+	// signal ends the look.
+	sctx, cancelS := opts.Context()
+	ctx, cancel := context.WithTimeout(sctx, 30*time.Second)
 	t, err := c.Topic(ctx, opts.Topic)
 	cancel()
+	cancelS()
 	if err != nil {
 		return opts.apiFatal(c, err, opts.Topic)
 	}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/narad/narad/internal/iostreams"
+)
+
+// holdOnANodeThatNeverAnswers starts sub -i (terminals on stdin and stdout, the screen
+// not open yet) against a node that takes the connection and never answers, and
+// returns its Factory, its stderr, and its exit code once it ends.
+func holdOnANodeThatNeverAnswers(t *testing.T) (*Factory, <-chan struct{}, *lockedWriter, <-chan int) {
+	t.Helper()
+	url, took := acceptingNode(t)
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	ios, _, _, _ := iostreams.Test()
+	ios.SetTTY(true, true, true)
+	errOut := &lockedWriter{w: &strings.Builder{}}
+	ios.ErrOut = errOut
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	done := make(chan int, 1)
+	go func() { done <- Run(f, []string{"sub", "t", "-i", "-s", url}) }()
+	return f, took, errOut, done
+}
+
+// Before its screen opens, sub -i has taken nothing: the first Ctrl-C ends its look
+// at the topic, as it ends every command that holds nothing. It waited for the
+// look's own 30s, or a second signal.
+func TestHoldFirstSignalEndsTheLookBeforeTheScreen(t *testing.T) {
+	f, took, errOut, done := holdOnANodeThatNeverAnswers(t)
+	<-took
+	f.Signals.Trigger(syscall.SIGINT)
+	if code := <-done; code != ExitInterrupted {
+		t.Errorf("exit %d, want 130", code)
+	}
+	// Ended by the signal, whose exit code says it: no line of a look that timed out.
+	if s := errOut.String(); s != "" {
+		t.Errorf("stderr %q, want nothing: the look waited for its own timeout, past the signal", s)
+	}
+}
+
+// lockedWriter is w for writers on many goroutines (the notices', the run's).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
