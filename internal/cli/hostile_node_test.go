@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,6 +118,36 @@ func TestHostileNodeSendsAnUndecodableMessage(t *testing.T) {
 	}
 	if a, nk := n.handles("ack"), n.handles("nack"); len(a) != 2 || !bytes.Equal([]byte(strings.Join(nk, ",")), []byte("1:8:1")) {
 		t.Errorf("acked %v, given back %v", a, nk)
+	}
+}
+
+// A NUL byte in the receipt handle or topic name of a message cannot go into the
+// command's environment: that message is not run and is given back, said as the
+// node's doing in one line, and the others are run and acked (exit 1). The canary
+// says the same and takes nothing.
+func TestHostileNodeSendsANULInAHandleOrTopic(t *testing.T) {
+	badHandle := `{"topic":"t","partition":1,"offset":8,"payload":"m8","timestamp":1,"receipt_handle":"1:8\u00001"}`
+	badTopic := `{"topic":"t\u0000x","partition":1,"offset":9,"payload":"m9","timestamp":1,"receipt_handle":"1:9:1"}`
+	n := newHostileNode(t, batchOf(textMsg(1, 7), badHandle, badTopic))
+	r := runCLI(t, nil, false, "-s", n.URL, "sub", "t", "--drain", "-j", "3", "--", "cat")
+	if r.code != ExitFailed || r.stdout != "m7" {
+		t.Errorf("exit %d, stdout %q; want 1 and m7", r.code, r.stdout)
+	}
+	for _, want := range []string{
+		"[p1 @8] not run: the receipt handle the node sent holds a NUL byte, which no environment variable can pass: nacked (attempt 1)\n",
+		"[p1 @9] not run: the topic name the node sent holds a NUL byte, which no environment variable can pass: nacked (attempt 1)\n",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q: want %q", r.stderr, want)
+		}
+	}
+	nk := n.handles("nack")
+	slices.Sort(nk)
+	if a := n.handles("ack"); !slices.Equal(a, []string{"1:7:1"}) || !slices.Equal(nk, []string{"1:8\x001", "1:9:1"}) {
+		t.Errorf("acked %q, given back %q; want the good one acked, the other two given back", a, nk)
+	}
+	if strings.Contains(r.stderr, "\x00") {
+		t.Errorf("stderr %q carries a NUL", r.stderr)
 	}
 }
 

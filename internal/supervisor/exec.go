@@ -339,6 +339,19 @@ next:
 	return out
 }
 
+// unpassable says why m cannot be handed to a command, "" when it can: the topic and
+// the receipt handle go into the environment as the node sent them, and no variable
+// can hold a NUL byte (the key has NARAD_KEY_BASE64 for that). Said as the node's,
+// not as a command that would not start.
+func unpassable(m *client.Message) string {
+	for _, f := range []struct{ what, value string }{{"topic name", m.Topic}, {"receipt handle", m.ReceiptHandle}} {
+		if strings.IndexByte(f.value, 0) >= 0 {
+			return fmt.Sprintf("not run: the %s the node sent holds a NUL byte, which no environment variable can pass", f.what)
+		}
+	}
+	return ""
+}
+
 // envFor is the command's environment for m, in its run number attempt.
 func (s *Supervisor) envFor(m *client.Message, attempt int) []string {
 	env := make([]string, len(s.env), len(s.env)+len(naradVars))

@@ -612,6 +612,9 @@ func (s *Supervisor) run(ctx context.Context, m *client.Message, lost <-chan str
 	if err != nil {
 		return result{end: notRun, how: fmt.Sprintf("cannot decode the payload (%v)", err)}
 	}
+	if why := unpassable(m); why != "" {
+		return result{end: notRun, how: why}
+	}
 	began := time.Now()
 	c, err := s.start(m, stdin)
 	if err != nil {
