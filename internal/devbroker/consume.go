@@ -168,8 +168,8 @@ func (b *Broker) await(ctx context.Context, t *topic, pin, n int, wait time.Dura
 	deadline := time.Now().Add(wait)
 	var timer *time.Timer
 	for {
-		ds, notify, err := t.take(pin, n)
-		if err != nil || len(ds) > 0 {
+		ds, notify, err := t.take(ctx, pin, n)
+		if err != nil || len(ds) > 0 || notify == nil {
 			return ds, err
 		}
 		remaining := time.Until(deadline)

@@ -2,6 +2,7 @@ package devbroker
 
 import (
 	"container/heap"
+	"context"
 	crand "crypto/rand"
 	"errors"
 	"hash/fnv"
@@ -336,12 +337,18 @@ func (t *topic) appendLocked(p *partition, m *message, now time.Time) {
 
 // take leases up to max messages (from partition pin when >= 0) and, when there are
 // none, returns the channel to wait on. Partitions are visited in turn, starting one
-// further on each call, so that no partition starves.
-func (t *topic) take(pin, max int) ([]delivery, <-chan struct{}, error) {
+// further on each call, so that no partition starves. Nothing is taken, and the
+// channel is nil, once ctx is done: a long poll woken by a message given back may find
+// its client gone, and what it took would wait out a lease held by nobody. Asked under
+// the lock, so that a client gone before the look is always seen.
+func (t *topic) take(ctx context.Context, pin, max int) ([]delivery, <-chan struct{}, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.deleted {
 		return nil, nil, errTopicNotFound
+	}
+	if ctx.Err() != nil {
+		return nil, nil, nil
 	}
 	now := t.now()
 	t.expireLocked(now)
