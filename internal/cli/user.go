@@ -101,20 +101,22 @@ func formatGrants(gs []client.UserGrant) string {
 }
 
 // newPassword reads a password for a user: without echo and twice on a terminal,
-// else the first line of stdin when --password-stdin says so. A password in argv
-// would end up in shell history and ps, so there is no flag for one.
-func newPassword(e runEnv, fromStdin bool, whose string) (string, error) {
-	pw, err := secretLine(e, fromStdin, "Password for "+whose+": ")
+// else from the next line of stdin with --password-stdin. prompt and retype are the
+// two questions, which say whose password it is ("new password for bob: "), as passwd
+// and psql's \password do; a mismatch changes nothing. A password in argv would end
+// up in shell history and ps, so there is no flag for one.
+func newPassword(e runEnv, fromStdin bool, prompt, retype string) (string, error) {
+	pw, err := secretLine(e, fromStdin, prompt)
 	if err != nil {
 		return "", err
 	}
 	if !fromStdin {
-		again, err := secretLine(e, false, "Again: ")
+		again, err := secretLine(e, false, retype)
 		if err != nil {
 			return "", err
 		}
 		if pw != again {
-			return "", exitWith(ExitFailed, fmt.Errorf("the two passwords differ; nothing changed"))
+			return "", usageErrorf("the two passwords typed differ; nothing changed (type the same password twice)")
 		}
 	}
 	return checkPassword(pw)
@@ -253,7 +255,8 @@ func userAddRun(opts *UserAddOptions) error {
 	if err := opts.ownPasswordGiven(opts.PasswordStdin, "user add"); err != nil {
 		return err
 	}
-	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, render.Escape(opts.Name))
+	name := render.Escape(opts.Name)
+	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, "password for the new user "+name+": ", "retype the password for "+name+": ")
 	if err != nil {
 		return err
 	}
@@ -461,11 +464,11 @@ func userPasswdRun(opts *UserPasswdOptions) error {
 	var current string
 	if opts.Current {
 		var err error
-		if current, err = secretLine(opts.runEnv, opts.PasswordStdin, "Current password for "+name+": "); err != nil {
+		if current, err = secretLine(opts.runEnv, opts.PasswordStdin, "current password for "+name+": "); err != nil {
 			return err
 		}
 	}
-	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, "the new password of "+name)
+	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, "new password for "+name+": ", "retype the new password for "+name+": ")
 	if err != nil {
 		return err
 	}
