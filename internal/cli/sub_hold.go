@@ -115,7 +115,7 @@ func holdClient(opts *SubOptions) (*client.Client, *screenLines, error) {
 	if _, err := opts.Connection(); err != nil {
 		return nil, nil, err
 	}
-	lines := &screenLines{}
+	lines := &screenLines{before: opts.IO.ErrOut}
 	c, err := opts.ScreenClient(lines)
 	if err != nil {
 		return nil, nil, err
@@ -298,13 +298,16 @@ func holdPeek(c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan 
 
 // screenLines takes what would be written on stderr while the screen owns the
 // terminal: each line goes to the screen, and all of them (up to screenLinesMax) are
-// written out once it is gone.
+// written out once it is gone. Before the screen opens (start) it goes to before, the
+// terminal's stderr, at once: a node that does not answer the first look must not
+// keep the run silent until it ends.
 type screenLines struct {
-	mu    sync.Mutex
-	send  func(tea.Msg)
-	ended <-chan struct{}
-	part  []byte
-	kept  bytes.Buffer
+	before io.Writer
+	mu     sync.Mutex
+	send   func(tea.Msg)
+	ended  <-chan struct{}
+	part   []byte
+	kept   bytes.Buffer
 }
 
 const screenLinesMax = 1 << 20
@@ -317,6 +320,10 @@ func (s *screenLines) start(send func(tea.Msg), ended <-chan struct{}) {
 
 func (s *screenLines) Write(p []byte) (int, error) {
 	s.mu.Lock()
+	if s.send == nil && s.before != nil {
+		defer s.mu.Unlock() // held, so that the screen opens after this line
+		return s.before.Write(p)
+	}
 	if s.kept.Len() < screenLinesMax {
 		s.kept.Write(p)
 	}

@@ -61,3 +61,27 @@ func (l *lockedWriter) String() string {
 	defer l.mu.Unlock()
 	return l.w.String()
 }
+
+// Before its screen opens, what sub -i's client says (a node that does not answer)
+// is on stderr at once: it was kept for after the screen, so the run said nothing
+// until the look gave up.
+func TestHoldSaysAtOnceWhatItWaitsForBeforeTheScreen(t *testing.T) {
+	f, _, errOut, done := holdOnANodeThatNeverAnswers(t)
+	const line = "narad: topic: no answer from "
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(errOut.String(), line) {
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d before a word on stderr of what it waits for; stderr %q", code, errOut)
+		case <-tick.C:
+		}
+	}
+	f.Signals.Trigger(syscall.SIGINT)
+	if code := <-done; code != ExitInterrupted {
+		t.Errorf("exit %d, want 130", code)
+	}
+	if s := errOut.String(); strings.Count(s, line) != 1 {
+		t.Errorf("stderr %q, want the line once", s)
+	}
+}
