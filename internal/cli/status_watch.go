@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -268,6 +270,11 @@ func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSam
 	end := newWatchEnd(opts)
 	keys, restore := lineKeys(opts)
 	defer restore()
+	// A reader that went away between refreshes (`| head -n 1`) ends the watch as a
+	// closed stdout does (exit 0), not only at the next refresh's write, an
+	// --interval later.
+	readerGone, stopWatch := consumer.WatchReader(iostreams.Unwrap(opts.IO.Out))
+	defer stopWatch()
 	for {
 		if err := printWatchSample(opts, s); err != nil {
 			return jsonDone(err) // a reader gone away has seen enough: exit 0
@@ -280,6 +287,8 @@ func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSam
 		for {
 			select {
 			case <-ctx.Done():
+				return nil
+			case <-readerGone:
 				return nil
 			case <-end.timeout:
 				return end.timedOut(opts)
