@@ -41,8 +41,8 @@ var localLayouts = []string{
 // parseTime reads a --since/--until TIME: RFC 3339, a local date and time (in loc),
 // @unix-seconds, or a duration back from now (with d for days). It never asks the
 // node anything, so a bad time is refused before any request.
-func parseTime(s string, now time.Time, loc *time.Location) (time.Time, bool) {
-	t, ok := parseTimeForm(s, now, loc)
+func parseTime(s string, now time.Time, loc *time.Location, until bool) (time.Time, bool) {
+	t, ok := parseTimeForm(s, now, loc, until)
 	if ok && t.Before(unixEpoch) {
 		// Nothing is stamped before the epoch, so an earlier time means the epoch. The
 		// zero time (0001-01-01 UTC) stands for a flag not given: typed, it must not
@@ -54,8 +54,10 @@ func parseTime(s string, now time.Time, loc *time.Location) (time.Time, bool) {
 
 var unixEpoch = time.Unix(0, 0)
 
-// parseTimeForm is parseTime before the epoch floor: the forms themselves.
-func parseTimeForm(s string, now time.Time, loc *time.Location) (time.Time, bool) {
+// parseTimeForm is parseTime before the epoch floor: the forms themselves. until says
+// which end a local time is for, where the zone's clock makes it ambiguous
+// (localMoment).
+func parseTimeForm(s string, now time.Time, loc *time.Location, until bool) (time.Time, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, false
@@ -76,8 +78,10 @@ func parseTimeForm(s string, now time.Time, loc *time.Location) (time.Time, bool
 		return t, true
 	}
 	for _, layout := range localLayouts {
-		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return t, true
+		// Read as the wall clock it is, then placed in loc: ParseInLocation's choice
+		// where loc's clock jumps is not specified.
+		if wall, err := time.Parse(layout, s); err == nil {
+			return localMoment(wall, loc, until), true
 		}
 	}
 	// A duration back from now. It must name a unit (a bare number is ambiguous:
@@ -88,6 +92,62 @@ func parseTimeForm(s string, now time.Time, loc *time.Location) (time.Time, bool
 		}
 	}
 	return time.Time{}, false
+}
+
+// localMoment is the moment the wall-clock time wall (its fields, read as UTC) names
+// in loc, where loc's clock is set back (the hour shown twice when summer time ends)
+// or jumps ahead (the hour never shown when it begins): the end of a range takes
+// what includes every message whose line showed a time inside it, never fewer. A time
+// shown twice is its first moment for --since and its second for --until; a time
+// never shown, as any after it in that hour, lies past the jump: --since starts at
+// the jump and --until ends just before it. (Go itself takes the second moment of a
+// time shown twice, which made --since skip up to an hour of messages.)
+func localMoment(wall time.Time, loc *time.Location, until bool) time.Time {
+	// loc's offsets a day either side of wall: a zone's clock changes at most once
+	// within that.
+	_, before := wall.Add(-24 * time.Hour).In(loc).Zone()
+	_, after := wall.Add(24 * time.Hour).In(loc).Zone()
+	var first, last time.Time
+	for _, off := range []int{before, after} {
+		t := wall.Add(-time.Duration(off) * time.Second)
+		if !sameWallClock(t.In(loc), wall) {
+			continue
+		}
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if last.IsZero() || t.After(last) {
+			last = t
+		}
+	}
+	switch {
+	case !first.IsZero() && until:
+		return last.In(loc)
+	case !first.IsZero():
+		return first.In(loc)
+	}
+	// Never shown: the clock jumped from before to after somewhere between the two
+	// readings of wall; find the second it did.
+	lo, hi := wall.Add(-time.Duration(max(before, after))*time.Second), wall.Add(-time.Duration(min(before, after))*time.Second)
+	for hi.Sub(lo) > time.Second {
+		mid := lo.Add(hi.Sub(lo) / 2).Truncate(time.Second)
+		if _, off := mid.In(loc).Zone(); off == before {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if until {
+		return hi.Add(-time.Second).In(loc)
+	}
+	return hi.In(loc)
+}
+
+// sameWallClock reports whether t (in its zone) shows the date and time wall does.
+func sameWallClock(t, wall time.Time) bool {
+	y, mo, d := t.Date()
+	wy, wmo, wd := wall.Date()
+	return y == wy && mo == wmo && d == wd && t.Hour() == wall.Hour() && t.Minute() == wall.Minute() && t.Second() == wall.Second()
 }
 
 // rfc3339Form is s in the one spelling of RFC 3339 that Go's layout reads: the
@@ -166,7 +226,7 @@ func (t *timeFlags) resolve(now func() time.Time, loc *time.Location, changed fu
 		if !changed(fl.name) {
 			continue
 		}
-		v, ok := parseTime(fl.s, at, loc)
+		v, ok := parseTime(fl.s, at, loc, fl.name == "until")
 		if !ok {
 			return r, usageErrorf("invalid --%s %q (%s)", fl.name, fl.s, timeForms)
 		}

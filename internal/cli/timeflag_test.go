@@ -39,14 +39,14 @@ func TestParseTime(t *testing.T) {
 		{"1969-12-31 23:00", time.Unix(0, 0)},
 		{"100000d", time.Unix(0, 0)},
 	} {
-		got, ok := parseTime(tc.in, now, paris)
+		got, ok := parseTime(tc.in, now, paris, false)
 		if !ok || !got.Equal(tc.want) {
 			t.Errorf("parseTime(%q) = %v, %v; want %v", tc.in, got, ok, tc.want)
 		}
 	}
 	for _, bad := range []string{"", "yesterday", "10:00", "2026-13-01 10:00", "2026-12-01 25:00", "90", "-2h", "+2h",
 		"@", "@-5", "@+5", "@1.5", "@99999999999999999999", "3 days", "2h ago", "1796092554", "d", "3dd"} {
-		if got, ok := parseTime(bad, now, paris); ok {
+		if got, ok := parseTime(bad, now, paris, false); ok {
 			t.Errorf("parseTime(%q) = %v, want refused", bad, got)
 		}
 	}
