@@ -97,6 +97,9 @@ func (m *subMetrics) wire(co *consumer.Options) {
 		return
 	}
 	co.Live = func(l consumer.Live) { m.w.Run(l) }
+	// Not ready once nothing more is taken, though running commands may still be
+	// finishing: at --timeout as at --count reached (a signal says so already).
+	co.OnStopTaking = m.w.Done
 	lost, back := co.OnNodeLost, co.OnNodeBack
 	co.OnNodeLost = func(err error) {
 		m.w.NodeLost()

@@ -115,6 +115,12 @@ type Options struct {
 	// the handler's Finish waits for what it still runs, so that the wait can be
 	// explained at once rather than after it. It may be nil.
 	OnFatal func(err error)
+	// OnStopTaking is called once, when the run takes nothing more: at an early stop
+	// (Stop, Timeout, the output gone, ctx) or when the loop ends (Count reached,
+	// drained, a fatal error), before the handler's Finish waits for what it still
+	// runs; a readiness probe turns from ready there. It may be nil; it must not
+	// block (it may run on the watcher's goroutine).
+	OnStopTaking func()
 	// OnSingle is called (from the loop) once the node turns out to answer one
 	// message per consume (older than v3.1), after the handler's own
 	// Pipelining.OnSingle. It may be nil.
@@ -342,6 +348,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 
 	t := &taker{ctx: ctx, take: take, stopping: w.stopping, src: src, h: h, pl: pl, s: s, c: &c, o: o}
 	reason, fatal := t.run()
+	w.tookLast()
 	reason = w.stopFor(reason, fatal)
 	if fatal != nil && o.OnFatal != nil {
 		o.OnFatal(fatal)
@@ -379,6 +386,7 @@ type stopWatch struct {
 	cancel   context.CancelFunc // the loop's take
 	early    atomic.Int32       // the Reason of an early stop, set before stopping closes
 	soft     atomic.Bool        // the soft stop came
+	last     sync.Once          // Options.OnStopTaking called
 	done     chan struct{}      // the run tells the watcher to end
 	exited   chan struct{}      // the watcher ended
 }
@@ -395,6 +403,14 @@ func (w *stopWatch) stop(why Reason) {
 		close(w.stopping)
 		w.cancel()
 	})
+	w.tookLast()
+}
+
+// tookLast says, once, that nothing more is taken (Options.OnStopTaking).
+func (w *stopWatch) tookLast() {
+	if w.o.OnStopTaking != nil {
+		w.last.Do(w.o.OnStopTaking)
+	}
 }
 
 // reason is the early stop's reason; 0 when there was none.
