@@ -277,6 +277,11 @@ func watchLines(ctx context.Context, opts *StatusOptions, w *watcher, s watchSam
 	defer stopWatch()
 	for {
 		if err := printWatchSample(opts, s); err != nil {
+			if ctx.Err() != nil && errors.Is(err, iostreams.ErrReaderStuck) {
+				// The Ctrl-C that ends the watch (exit 0) gave up a write its reader
+				// was not taking.
+				return nil
+			}
 			return jsonDone(err) // a reader gone away has seen enough: exit 0
 		}
 		if end.done() {
