@@ -122,6 +122,14 @@ func newPassword(e runEnv, fromStdin bool, prompt, retype string) (string, error
 	return checkPassword(pw)
 }
 
+// pipedSecrets says whether the passwords are lines of stdin: with --password-stdin,
+// unless stdin is a terminal, where they are asked without echo instead (twice for a
+// new one), as the global --password-stdin does there: read as a line, a password
+// typed at the terminal would be shown as it was typed.
+func pipedSecrets(e runEnv, passwordStdin bool) bool {
+	return passwordStdin && !(e.IO.IsStdinTTY() && e.ReadSecret != nil)
+}
+
 // secretLine is one secret: the next line of stdin with --password-stdin (several
 // calls read several lines), else asked at the terminal without echo.
 func secretLine(e runEnv, fromStdin bool, prompt string) (string, error) {
@@ -256,7 +264,7 @@ func userAddRun(opts *UserAddOptions) error {
 		return err
 	}
 	name := render.Escape(opts.Name)
-	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, "password for the new user "+name+": ", "retype the password for "+name+": ")
+	pw, err := newPassword(opts.runEnv, pipedSecrets(opts.runEnv, opts.PasswordStdin), "password for the new user "+name+": ", "retype the password for "+name+": ")
 	if err != nil {
 		return err
 	}
@@ -461,14 +469,15 @@ func userPasswdRun(opts *UserPasswdOptions) error {
 		return err
 	}
 	name := render.Escape(opts.Name)
+	piped := pipedSecrets(opts.runEnv, opts.PasswordStdin)
 	var current string
 	if opts.Current {
 		var err error
-		if current, err = secretLine(opts.runEnv, opts.PasswordStdin, "current password for "+name+": "); err != nil {
+		if current, err = secretLine(opts.runEnv, piped, "current password for "+name+": "); err != nil {
 			return err
 		}
 	}
-	pw, err := newPassword(opts.runEnv, opts.PasswordStdin, "new password for "+name+": ", "retype the new password for "+name+": ")
+	pw, err := newPassword(opts.runEnv, piped, "new password for "+name+": ", "retype the new password for "+name+": ")
 	if err != nil {
 		return err
 	}
