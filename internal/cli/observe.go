@@ -96,11 +96,13 @@ func (n *retryNotice) OnAnswer(e client.AnswerEvent) {
 	}
 }
 
-// slowNotice says, once a run, that a request has had no answer for after (past its
-// long poll's own wait): a node that takes the connection and never answers is
+// slowNotice says, once per episode, that a request has had no answer for after (past
+// its long poll's own wait): a node that takes the connection and never answers is
 // otherwise a whole attempt's timeout (30s) of silence before the first retry line.
-// Requests are told apart by their Exchange only, so of identical ones out at once
-// the oldest is taken for answered first: the line may come late, never early.
+// An answer ends the episode, so a node that answers again and later stops answering
+// is said again (a long-running sub). Requests are told apart by their Exchange only,
+// so of identical ones out at once the oldest is taken for answered first: the line
+// may come late, never early.
 //
 // A request costs a map entry and nothing else: one ticker, started with the first
 // request, looks for one overdue every third of after. (A timer a request made a v3.1
@@ -112,6 +114,7 @@ type slowNotice struct {
 
 	mu      sync.Mutex
 	shown   bool // the line is out, or the run is over: nothing more to time
+	closed  bool // the run is over: no episode after this one
 	pending map[client.Exchange][]sentAt
 	stop    chan struct{} // ends the ticker; nil until it runs
 }
@@ -128,7 +131,7 @@ type sentAt struct {
 func (n *slowNotice) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.shown, n.pending = true, nil
+	n.shown, n.closed, n.pending = true, true, nil
 	if n.stop != nil {
 		close(n.stop)
 		n.stop = nil
@@ -186,7 +189,14 @@ func (n *slowNotice) overdue(now time.Time) bool {
 	return false
 }
 
-func (n *slowNotice) OnAnswer(e client.AnswerEvent) { n.done(e.Exchange) }
+func (n *slowNotice) OnAnswer(e client.AnswerEvent) {
+	n.mu.Lock()
+	if n.shown && !n.closed {
+		n.shown = false // the node answers: a silence from now on is a new episode
+	}
+	n.mu.Unlock()
+	n.done(e.Exchange)
+}
 
 func (n *slowNotice) OnTransportError(e client.TransportErrorEvent) { n.done(e.Exchange) }
 

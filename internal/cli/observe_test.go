@@ -358,3 +358,37 @@ func TestRetryNoticeSaysTheGraceAfterASignal(t *testing.T) {
 		}
 	}
 }
+
+// The no-answer line is per episode too: once the node answered again, a later
+// request it leaves unanswered is said again. It was said once a run, so a long-running
+// sub whose node stopped answering a second time was silent for an attempt's 31s.
+func TestNoAnswerNoticeOncePerEpisode(t *testing.T) {
+	buf := &lockedWriter{w: &strings.Builder{}}
+	n := &slowNotice{out: &stderrLines{w: buf}, base: "http://127.0.0.1:1", after: time.Millisecond}
+	defer n.close()
+	const line = "narad: consume: no answer from http://127.0.0.1:1 after 1ms; waiting for it up to 31s\n"
+	sent := func(attempt int) client.Exchange {
+		x := client.Exchange{Op: client.OpConsume, Method: "GET", URL: "http://127.0.0.1:1/v1/topics/t/consume", Attempt: attempt}
+		n.OnSent(client.SentEvent{Exchange: x, Timeout: 31 * time.Second})
+		return x
+	}
+	// Until stderr shows the line want times; the bound only turns a hang into a failure.
+	waitLines := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); strings.Count(buf.String(), line) < want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("stderr %q, want the line %d times", buf.String(), want)
+			}
+		}
+	}
+	sent(1)
+	waitLines(1)
+	sent(2) // still no answer: the same episode, nothing more
+	n.OnAnswer(client.AnswerEvent{Exchange: sent(3), Status: 204})
+	sent(4)
+	waitLines(2)
+	n.close()
+	if got := strings.Count(buf.String(), line); got != 2 {
+		t.Errorf("stderr %q: the line %d times, want 2", buf.String(), got)
+	}
+}
