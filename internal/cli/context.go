@@ -47,6 +47,10 @@ func loadConfig(e runEnv) (*config.File, error) {
 	if err != nil {
 		return nil, exitWith(ExitUsage, err)
 	}
+	// Said before a save, which would drop the fields for good.
+	if w := cfg.UnknownFieldsWarning(); w != "" {
+		fmt.Fprintf(e.IO.ErrOut, "narad: warning: %s\n", render.Escape(w))
+	}
 	return cfg, nil
 }
 

@@ -223,6 +223,9 @@ func (f *Factory) Connection() (config.Connection, error) {
 	if w := cfg.PermissionWarning(); w != "" {
 		fmt.Fprintf(f.IO.ErrOut, "narad: warning: %s\n", render.Escape(w))
 	}
+	if w := cfg.UnknownFieldsWarning(); w != "" {
+		fmt.Fprintf(f.IO.ErrOut, "narad: warning: %s\n", render.Escape(w))
+	}
 	if conn.User != "" && config.CleartextCredentials(conn.Server) {
 		fmt.Fprintf(f.IO.ErrOut, "narad: warning: the password goes to %s over plain http, readable on the network (use https://)\n",
 			render.Escape(config.RedactURL(conn.Server)))

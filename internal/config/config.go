@@ -4,14 +4,17 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -40,6 +43,9 @@ type File struct {
 
 	path string
 	mode os.FileMode // as read, for PermissionWarning; 0 when there was no file
+	// unknown are the fields of the file narad does not know, as "line N: NAME", for
+	// UnknownFieldsWarning.
+	unknown []string
 }
 
 // DefaultPath is $XDG_CONFIG_HOME/narad/config.yaml, else ~/.config/narad/config.yaml.
@@ -93,7 +99,47 @@ func Load(path string) (*File, error) {
 	if f.Contexts == nil {
 		f.Contexts = map[string]Context{}
 	}
+	f.unknown = unknownFields(data)
 	return f, nil
+}
+
+// unknownFieldRE is how the YAML codec names a field no struct field takes; compiled
+// on first use, as every command links this package.
+var unknownFieldRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`line (\d+): field (\S+) not found in type`)
+})
+
+// unknownFields are the fields in data, a file already read, that narad does not
+// know ("line 5: passwrd"). They are left out of a lenient read, which a newer narad's
+// file needs; a hand-edited typo would otherwise be dropped without a word, its context
+// signing in without the password or trusting no CA.
+func unknownFields(data []byte) []string {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var strict File
+	err := dec.Decode(&strict)
+	if err == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range unknownFieldRE().FindAllStringSubmatch(err.Error(), -1) {
+		out = append(out, "line "+m[1]+": "+m[2])
+	}
+	return out
+}
+
+// UnknownFieldsWarning is the advice to print when the file has fields narad does not
+// know (a typo, or a newer narad's), "" otherwise.
+func (f *File) UnknownFieldsWarning() string {
+	if len(f.unknown) == 0 {
+		return ""
+	}
+	what := "a field"
+	if len(f.unknown) > 1 {
+		what = "fields"
+	}
+	return fmt.Sprintf("config %s has %s narad does not know, ignored: %s (a typo? it reads current-context and "+
+		"contexts, each with server, user, password, password-store, ca-cert, insecure)", f.path, what, strings.Join(f.unknown, ", "))
 }
 
 // Path is where the file was read from and will be saved to.

@@ -248,6 +248,38 @@ func TestSaveRefusesASymlinkLoop(t *testing.T) {
 	}
 }
 
+// A field narad does not know (a typo in a hand-edited file) is warned about with its
+// line, not dropped without a word; a file of known fields has no warning.
+func TestLoadWarnsOfUnknownFields(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	body := "current-context: a\ncontexts:\n  a:\n    server: https://x\n    user: u\n    passwrd: p\n    ca_cert: /ca.pem\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Contexts["a"].User != "u" {
+		t.Errorf("the known fields were not read: %+v", f.Contexts["a"])
+	}
+	w := f.UnknownFieldsWarning()
+	if !strings.Contains(w, "has fields narad does not know, ignored: line 6: passwrd, line 7: ca_cert (a typo?") {
+		t.Errorf("warning %q", w)
+	}
+	f.Contexts["b"] = Context{Server: "https://y"}
+	if err := f.Save(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := g.UnknownFieldsWarning(); w != "" {
+		t.Errorf("a file narad wrote: warning %q", w)
+	}
+}
+
 func TestLoadMissingAndInvalid(t *testing.T) {
 	dir := t.TempDir()
 	f, err := Load(filepath.Join(dir, "missing.yaml"))
