@@ -197,6 +197,11 @@ func (r *resolution) server() error {
 	}
 	if s, src, ok := r.l.get("server"); ok {
 		r.conn.Server, r.conn.From.Server = NormalizeServer(s), src
+	} else if r.conn.Context != "" && r.saved.Server == "" {
+		// A hand-edited context without one: the default would be a node it never
+		// named, and its credentials could not go there anyway.
+		return fmt.Errorf("context %q has no server (save one with narad context add %s --server URL --force)",
+			r.conn.Context, r.conn.Context)
 	}
 	return ValidateServer(r.conn.Server)
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/zalando/go-keyring"
@@ -190,5 +191,29 @@ func TestDescribeReadsNoPassword(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("Describe(%+v) = %+v, %v\nwant %+v", tc.flags, got, err, tc.want)
 		}
+	}
+}
+
+// A context without a server (a hand-edited file) is an error when it would name the
+// server, not a quiet fall back to the default node; a server from a flag or the
+// environment still goes.
+func TestResolveContextWithoutServer(t *testing.T) {
+	f := &File{CurrentContext: "bare", Contexts: map[string]Context{"bare": {User: "u", Password: "p"}}}
+	none := func(string) string { return "" }
+	if c, err := Resolve(Flags{}, f, none); err == nil || !strings.Contains(err.Error(), `context "bare" has no server (save one with narad context add bare --server URL --force)`) {
+		t.Errorf("Resolve = %+v, %v; want the context's missing server said", c, err)
+	}
+	c, err := Resolve(Flags{Server: Flag[string]{Value: "http://127.0.0.1:1", Set: true}}, f, none)
+	if err != nil || c.Server != "http://127.0.0.1:1" || c.User != "" || c.Password != "" {
+		t.Errorf("with --server: %+v, %v; want that server, no credentials", c, err)
+	}
+	env := func(k string) string {
+		if k == "NARAD_ADDR" {
+			return "http://127.0.0.1:2"
+		}
+		return ""
+	}
+	if c, err := Resolve(Flags{}, f, env); err != nil || c.Server != "http://127.0.0.1:2" {
+		t.Errorf("with NARAD_ADDR: %+v, %v", c, err)
 	}
 }
