@@ -125,6 +125,9 @@ func contextAddCmd(f *Factory, run func(*ContextAddOptions) error) *cobra.Comman
 			}
 			c := config.Context{Server: server, Insecure: g.insecure}
 			if fl.Changed("user") {
+				if err := config.ValidateUser(g.user); err != nil {
+					return usageErrorf("%v", err)
+				}
 				c.User = g.user
 			}
 			pw, err := contextPassword(f, fl.Changed("user"), fl.Changed("password"))

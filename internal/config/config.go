@@ -248,6 +248,21 @@ func NormalizeServer(s string) string {
 	return "http://" + s
 }
 
+// ValidateUser checks a Basic auth user name. The user ends at the first colon
+// (RFC 7617), so "ops:team" would sign in as ops, with "team:" and the password taken
+// for ops's password, a failed login against a user never named; a control character
+// is no name anyone meant to type.
+func ValidateUser(u string) error {
+	if strings.ContainsRune(u, ':') {
+		return fmt.Errorf("invalid user %q (a Basic auth user name ends at the first ':', so the node would read user %q)",
+			u, u[:strings.IndexByte(u, ':')])
+	}
+	if strings.ContainsFunc(u, unicode.IsControl) {
+		return fmt.Errorf("invalid user %q (a user name holds no control characters)", u)
+	}
+	return nil
+}
+
 // ValidateServer checks that s is an http(s) URL with a host.
 func ValidateServer(s string) error {
 	u, err := url.Parse(s)

@@ -154,6 +154,9 @@ func resolve(fl Flags, f *File, getenv func(string) string, readPassword bool) (
 	if err := r.credentials(); err != nil {
 		return Connection{}, err
 	}
+	if err := ValidateUser(r.conn.User); err != nil {
+		return Connection{}, err
+	}
 	r.tls()
 	return r.conn, nil
 }

@@ -217,3 +217,39 @@ func TestResolveContextWithoutServer(t *testing.T) {
 		t.Errorf("with NARAD_ADDR: %+v, %v", c, err)
 	}
 }
+
+// A user name with a colon would sign in as the name before it (Basic auth ends the
+// user there) with the rest taken for the password: refused from a flag, the
+// environment or a saved context, as is one with a control character.
+func TestResolveRefusesAUserBasicAuthCannotCarry(t *testing.T) {
+	none := func(string) string { return "" }
+	for _, tc := range []struct {
+		name  string
+		flags Flags
+		env   func(string) string
+		file  *File
+		want  string
+	}{
+		{"flag", Flags{User: Flag[string]{Value: "ops:team", Set: true}}, none, &File{},
+			`invalid user "ops:team" (a Basic auth user name ends at the first ':', so the node would read user "ops")`},
+		{"env", Flags{}, func(k string) string {
+			if k == "NARAD_USER" {
+				return "a:b"
+			}
+			return ""
+		}, &File{}, `invalid user "a:b"`},
+		{"context", Flags{}, none, &File{CurrentContext: "c", Contexts: map[string]Context{"c": {Server: "https://x", User: "a:b"}}},
+			`invalid user "a:b"`},
+		{"control character", Flags{User: Flag[string]{Value: "a\tb", Set: true}}, none, &File{},
+			`invalid user "a\tb" (a user name holds no control characters)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, err := Resolve(tc.flags, tc.file, tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Resolve = %+v, %v; want %s", c, err, tc.want)
+			}
+		})
+	}
+	if _, err := Resolve(Flags{User: Flag[string]{Value: "ops@example.com", Set: true}}, &File{}, none); err != nil {
+		t.Errorf("a plain user name: %v", err)
+	}
+}
