@@ -70,7 +70,9 @@ func savedPassword(c Context) (string, error) {
 		return "", fmt.Errorf("its password is not in the system keyring any more (save it again with narad context add --force)")
 	}
 	if err != nil {
-		return "", fmt.Errorf("cannot read its password from the system keyring: %v", err)
+		// One line with what to do: no keyring answers on a headless machine or over ssh.
+		return "", fmt.Errorf("cannot read its password from the system keyring: %v (give it with NARAD_PASS or "+
+			"--password-stdin, or save the context again with context add --force --insecure-storage, which keeps it in the config file)", err)
 	}
 	return pw, nil
 }

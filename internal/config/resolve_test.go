@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -251,5 +252,17 @@ func TestResolveRefusesAUserBasicAuthCannotCarry(t *testing.T) {
 	}
 	if _, err := Resolve(Flags{User: Flag[string]{Value: "ops@example.com", Set: true}}, &File{}, none); err != nil {
 		t.Errorf("a plain user name: %v", err)
+	}
+}
+
+// A keyring that cannot be read is said with what to do instead, on its one line.
+func TestResolveKeyringUnreadableSaysWhatToDo(t *testing.T) {
+	keyring.MockInitWithError(errors.New("exec: \"dbus-launch\": executable file not found in $PATH"))
+	t.Cleanup(func() { keyring.MockInitWithError(keyring.ErrUnsupportedPlatform) })
+	_, err := Resolve(Flags{Context: Flag[string]{Value: "kr", Set: true}}, resolveFile(), func(string) string { return "" })
+	want := `context "kr": cannot read its password from the system keyring: exec: "dbus-launch": executable file not found in $PATH ` +
+		`(give it with NARAD_PASS or --password-stdin, or save the context again with context add --force --insecure-storage, which keeps it in the config file)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Resolve: %v\nwant %s", err, want)
 	}
 }
