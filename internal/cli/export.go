@@ -72,8 +72,14 @@ func (e runEnv) writeJSON(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	out, err := e.export.AppendResults(nil, doc, e.IO.IsStdoutTTY())
+	// The first signal ends an expression that goes on and on: nothing is held.
+	ctx, cancel := e.Context()
+	defer cancel()
+	out, err := e.export.AppendResults(ctx, nil, doc, e.IO.IsStdoutTTY())
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted: the signal's exit code says so
+		}
 		return err
 	}
 	if len(out) == 0 {

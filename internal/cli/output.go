@@ -103,6 +103,9 @@ func (o MessageOutput) renderer(e runEnv) (*render.Renderer, error) {
 		// A payload must not drive the terminal: raw bytes go to files and pipes.
 		EscapeRaw: o.Format == render.Raw && e.IO.IsStdoutTTY() && !o.UnsafeRaw,
 		Color:     o.Format == render.Text && e.IO.ColorEnabled(),
+		// A --jq that goes on and on for a message ends at the second signal, which
+		// gives back what a consuming sub holds (a read narrows it to its own end).
+		Context: e.Signals.Hard,
 	})
 	if err != nil {
 		return nil, usageErrorf("invalid --template: %v (fields: %s)", err, render.TemplateFields())

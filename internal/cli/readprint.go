@@ -51,6 +51,9 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	// signal or the timeout that ends it.
 	out := iostreams.GiveUpAt(e.IO.Out, ctx.Done())
 	ro.Match = find.Match // ro.Count then counts the messages it keeps
+	// The read's end (a signal, --timeout, the reader gone) ends a --jq that goes on
+	// and on, as Run passes it to --filter: nothing is held, so the first signal.
+	r = r.WithContext(ctx)
 	e.waitOutNodeLoss(c, &ro)
 	var printed atomic.Int64
 	var src replay.Source = c

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -59,9 +60,13 @@ var jqOutputMax = 64 << 20
 // text, anything else as compact JSON, as gh --jq does. With escape (the output is a
 // terminal) a string's control characters are escaped as the text format does; the
 // JSON is always inert (no raw C1 control). On error dst is returned unchanged.
-func (q *JQ) AppendResults(dst []byte, v any, escape bool) ([]byte, error) {
+//
+// ctx's end stops the run: an expression that does not end on a value
+// (last(range(1e12))) must not keep narad from a signal. The error is then ctx's,
+// not a *JQError: the expression did not fail.
+func (q *JQ) AppendResults(ctx context.Context, dst []byte, v any, escape bool) ([]byte, error) {
 	orig := len(dst)
-	iter := q.code.Run(v)
+	iter := q.code.RunWithContext(ctx, v)
 	for {
 		r, ok := iter.Next()
 		if !ok {
@@ -71,6 +76,9 @@ func (q *JQ) AppendResults(dst []byte, v any, escape bool) ([]byte, error) {
 		case error:
 			if he, ok := r.(*gojq.HaltError); ok && he.Value() == nil {
 				return dst, nil // halt: stop without an error
+			}
+			if err := ctx.Err(); err != nil {
+				return dst[:orig], err
 			}
 			return dst[:orig], &JQError{Err: r}
 		case string:
@@ -96,15 +104,19 @@ func (q *JQ) AppendResults(dst []byte, v any, escape bool) ([]byte, error) {
 }
 
 // Truthy runs q on v and reports whether its first result is neither false nor null
-// (jq's select keeps such an input). No result at all is false.
-func (q *JQ) Truthy(v any) (bool, error) {
-	iter := q.code.Run(v)
+// (jq's select keeps such an input). No result at all is false. ctx's end stops the
+// run, as for AppendResults, with ctx's error.
+func (q *JQ) Truthy(ctx context.Context, v any) (bool, error) {
+	iter := q.code.RunWithContext(ctx, v)
 	r, ok := iter.Next()
 	if !ok {
 		return false, nil
 	}
 	switch r := r.(type) {
 	case error:
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		return false, &JQError{Err: r}
 	case nil:
 		return false, nil
@@ -175,5 +187,5 @@ func (r *Renderer) appendJQ(dst []byte, m *client.Message) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	return r.jq.AppendResults(dst, v, r.jqEscape)
+	return r.jq.AppendResults(r.context(), dst, v, r.jqEscape)
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -104,7 +105,7 @@ func TestJQTruthy(t *testing.T) {
 		".payload.amount > 100": true, ".payload.amount > 10000": false, ".payload.nope": false,
 		"empty": false, ".payload.order_id": true, "false, true": false, "0": true,
 	} {
-		got, err := mustJQ(t, src).Truthy(v)
+		got, err := mustJQ(t, src).Truthy(context.Background(), v)
 		if err != nil || got != want {
 			t.Errorf("Truthy(%q) = %v, %v; want %v", src, got, err, want)
 		}
@@ -118,7 +119,7 @@ func TestJQOutputIsBounded(t *testing.T) {
 	jqOutputMax = 1 << 20
 	t.Cleanup(func() { jqOutputMax = prev })
 	q := mustJQ(t, `limit(2000000; repeat("x"))`) // 4 MB of lines, finite for the test
-	out, err := q.AppendResults([]byte("kept"), map[string]any{}, false)
+	out, err := q.AppendResults(context.Background(), []byte("kept"), map[string]any{}, false)
 	var je *JQError
 	if !errors.As(err, &je) || string(out) != "kept" {
 		t.Fatalf("got %d bytes, %v; want the output as it was and a JQError", len(out), err)
@@ -127,7 +128,25 @@ func TestJQOutputIsBounded(t *testing.T) {
 		t.Errorf("error %q, want it to say %q", err, want)
 	}
 	// Under the bound, all of it.
-	if out, err := mustJQ(t, `limit(1000; repeat("x"))`).AppendResults(nil, nil, false); err != nil || len(out) != 2000 {
+	if out, err := mustJQ(t, `limit(1000; repeat("x"))`).AppendResults(context.Background(), nil, nil, false); err != nil || len(out) != 2000 {
 		t.Errorf("1000 results: %d bytes, %v", len(out), err)
+	}
+}
+
+// An expression that goes on and on for a value ends with its context: the error is
+// the context's (the expression did not fail), and nothing is written. (Cancelled
+// before the run, so the test needs no timing; the expression is finite, so without
+// the context it ends all the same, with a result.)
+func TestJQEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	q := mustJQ(t, `last(range(100000))`)
+	out, err := q.AppendResults(ctx, []byte("kept"), nil, false)
+	var je *JQError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &je) || string(out) != "kept" {
+		t.Errorf("AppendResults: %q, %v; want the output as it was and context.Canceled", out, err)
+	}
+	if ok, err := q.Truthy(ctx, nil); ok || !errors.Is(err, context.Canceled) || errors.As(err, &je) {
+		t.Errorf("Truthy: %v, %v; want false and context.Canceled", ok, err)
 	}
 }

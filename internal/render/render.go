@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -82,6 +83,9 @@ type Options struct {
 	// EscapeJQ escapes control characters in the strings JQ writes raw: the output is
 	// a terminal.
 	EscapeJQ bool
+	// Context, when set, ends a JQ run on a message that goes on and on: its end is
+	// the stop a signal makes. Nil: a run ends only on its own.
+	Context context.Context
 }
 
 // Renderer turns messages into output records. Its state is fixed by New, so one
@@ -98,8 +102,25 @@ type Renderer struct {
 	escRaw     bool
 	jq         *JQ
 	jqEscape   bool
+	ctx        context.Context // ends a --jq run (Options.Context); nil: never
 	// tag, key and clock wrap the styled parts of a colour text line.
 	tag, key, clock affix
+}
+
+// WithContext is r with Options.Context ctx: a read makes its own context, after the
+// renderer (the output flags) was made.
+func (r *Renderer) WithContext(ctx context.Context) *Renderer {
+	c := *r
+	c.ctx = ctx
+	return &c
+}
+
+// context is what ends a JQ run.
+func (r *Renderer) context() context.Context {
+	if r.ctx == nil {
+		return context.Background()
+	}
+	return r.ctx
 }
 
 // affix is what a style puts before and after a one-line text. Rendering through lipgloss
@@ -122,7 +143,7 @@ func affixOf(s lipgloss.Style) affix {
 // template, an unknown format, a template given with another format), so the caller
 // can map them all to exit 2.
 func New(o Options) (*Renderer, error) {
-	r := &Renderer{format: o.Format, loc: o.Location, escRaw: o.EscapeRaw, jq: o.JQ, jqEscape: o.EscapeJQ}
+	r := &Renderer{format: o.Format, loc: o.Location, escRaw: o.EscapeRaw, jq: o.JQ, jqEscape: o.EscapeJQ, ctx: o.Context}
 	switch {
 	case o.UTC:
 		r.loc = time.UTC

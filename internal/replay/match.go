@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"sync/atomic"
@@ -42,11 +43,12 @@ func (mt *Matcher) Now() (read, failed int64) {
 	return mt.now.read.Load(), mt.now.errors.Load()
 }
 
-// Match reports whether m is kept, and counts it.
-func (mt *Matcher) Match(m *client.Message) bool {
+// Match reports whether m is kept, and counts it. ctx's end stops a filter that goes
+// on and on (the read is ending: m is not kept, and the filter did not fail on it).
+func (mt *Matcher) Match(ctx context.Context, m *client.Message) bool {
 	mt.Read++
 	mt.now.read.Store(mt.Read)
-	ok := (mt.Grep == nil || mt.grep(m)) && (mt.Filter == nil || mt.filter(m))
+	ok := (mt.Grep == nil || mt.grep(m)) && (mt.Filter == nil || mt.filter(ctx, m))
 	if ok {
 		mt.Matched++
 	}
@@ -60,13 +62,17 @@ func (mt *Matcher) FilterFailedAll() bool {
 	return mt != nil && mt.Errors > 0 && mt.Errors == mt.Filtered
 }
 
-func (mt *Matcher) filter(m *client.Message) bool {
+func (mt *Matcher) filter(ctx context.Context, m *client.Message) bool {
 	mt.Filtered++
 	v, err := render.MessageValue(m)
 	if err == nil {
 		var ok bool
-		if ok, err = mt.Filter.Truthy(v); err == nil {
+		if ok, err = mt.Filter.Truthy(ctx, v); err == nil {
 			return ok
+		}
+		if ctx.Err() != nil {
+			mt.Filtered--
+			return false
 		}
 	}
 	mt.Errors++

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"testing"
@@ -25,7 +26,7 @@ func TestMatcherGrep(t *testing.T) {
 		{"binary payload never", client.Message{Payload: json.RawMessage(`"ZmFpbA=="`), PayloadEncoding: "base64"}, false},
 		{"binary key never", client.Message{Key: key("ZmFpbA=="), KeyEncoding: "base64", Payload: json.RawMessage(`"x"`)}, false},
 	} {
-		if got := mt.Match(&tc.m); got != tc.want {
+		if got := mt.Match(context.Background(), &tc.m); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -48,7 +49,7 @@ func TestMatcherFilterAndGrep(t *testing.T) {
 	}
 	var kept []int
 	for i := range msgs {
-		if mt.Match(&msgs[i]) {
+		if mt.Match(context.Background(), &msgs[i]) {
 			kept = append(kept, i)
 		}
 	}
@@ -74,18 +75,36 @@ func TestMatcherFilterFailedAll(t *testing.T) {
 	if mt.FilterFailedAll() {
 		t.Error("failed all before any message")
 	}
-	mt.Match(&order) // --grep keeps it out: the filter never ran on it
-	mt.Match(&text)
+	mt.Match(context.Background(), &order) // --grep keeps it out: the filter never ran on it
+	mt.Match(context.Background(), &text)
 	if !mt.FilterFailedAll() || mt.Filtered != 1 {
 		t.Errorf("filtered %d, errors %d: want the one it ran on failed", mt.Filtered, mt.Errors)
 	}
 	mt.Grep = nil
-	mt.Match(&order)
+	mt.Match(context.Background(), &order)
 	if mt.FilterFailedAll() {
 		t.Error("failed all, with a message it ran on without failing")
 	}
 	var none *Matcher
 	if none.FilterFailedAll() {
 		t.Error("a nil matcher failed")
+	}
+}
+
+// TestMatcherFilterEndsWithTheRead: a filter cut by the read's end (a signal, a
+// timeout) keeps nothing and is no failure of the filter.
+func TestMatcherFilterEndsWithTheRead(t *testing.T) {
+	q, err := render.CompileJQ(`last(range(100000)) > 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt := &Matcher{Filter: q}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if mt.Match(ctx, &client.Message{Payload: json.RawMessage(`{"a":1}`)}) {
+		t.Error("kept a message whose filter was cut")
+	}
+	if mt.Errors != 0 || mt.FilterFailedAll() {
+		t.Errorf("errors %d (%v): a cut filter counted as failed", mt.Errors, mt.FirstErr)
 	}
 }

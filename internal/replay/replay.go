@@ -210,7 +210,7 @@ func (r *reading) sweep(ctx context.Context, last bool) (progressed, stop bool, 
 			// an older message would otherwise have the read go round forever.
 			r.next[p] = max(m.Offset, r.next[p]) + 1
 			progressed = true
-			if stop, err := r.deliver(p, m); stop || err != nil {
+			if stop, err := r.deliver(ctx, p, m); stop || err != nil {
 				return progressed, true, err
 			}
 			if r.o.Follow && !last {
@@ -246,8 +246,8 @@ func oldestPast(ctx context.Context, src Source, topic string, p int, off int64)
 }
 
 // deliver emits m when the window keeps it; stop says emit wants no more.
-func (r *reading) deliver(p int, m *client.Message) (stop bool, err error) {
-	if !r.w.keep(p, m) || r.o.Match != nil && !r.o.Match.Match(m) {
+func (r *reading) deliver(ctx context.Context, p int, m *client.Message) (stop bool, err error) {
+	if !r.w.keep(p, m) || r.o.Match != nil && !r.o.Match.Match(ctx, m) {
 		return false, nil
 	}
 	r.emitted++
