@@ -338,3 +338,21 @@ func TestKeepPartitionMissingAsksOnce(t *testing.T) {
 		}
 	}
 }
+
+// A stop ends a wait for --rate's next token: nothing is out then, so the stop has
+// nothing to wait for. The wait went on until the token came (a slow rate's hour),
+// or the hard stop.
+func TestRateStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stop := make(chan struct{})
+		c := &timedClient{start: time.Now()}
+		go func() {
+			time.Sleep(time.Minute)
+			close(stop)
+		}()
+		res := Run(context.Background(), c, Lines(strings.NewReader("a\nb\n")), Options{Topic: "t", Rate: 1.0 / 3600, Stop: stop})
+		if res.Produced != 1 || !res.Stopped || res.Resume != 2 {
+			t.Errorf("result %+v", res)
+		}
+	})
+}

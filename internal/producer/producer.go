@@ -169,6 +169,9 @@ type Producer struct {
 	// Run's context, so nothing sits out a slow rate once the run is over.
 	waitCtx    context.Context
 	cancelWait context.CancelFunc
+	// rateCtx is waitCtx ended at the stop too: a wait for tokens has nothing out to
+	// finish, and a slow rate's next token may be an hour away.
+	rateCtx context.Context
 
 	// missing is what the node answered a message pinned to a partition the topic
 	// lacks, once Options.Partitions told the count (nil: not known to be any).
@@ -242,6 +245,19 @@ func (p *Producer) Run(ctx context.Context) Result {
 	}
 	p.waitCtx, p.cancelWait = context.WithCancel(ctx)
 	defer p.cancelWait()
+	p.rateCtx = p.waitCtx
+	if p.opts.Stop != nil {
+		var cancelRate context.CancelFunc
+		p.rateCtx, cancelRate = context.WithCancel(p.waitCtx)
+		defer cancelRate()
+		go func() {
+			select {
+			case <-p.opts.Stop:
+				cancelRate()
+			case <-done:
+			}
+		}()
+	}
 	jobs := make(chan []*item)
 	var wg sync.WaitGroup
 	for range p.opts.Concurrency {
@@ -267,6 +283,11 @@ func (p *Producer) Run(ctx context.Context) Result {
 	defer p.mu.Unlock()
 	res.Taken = p.taken
 	res.UnknownFirst, res.UnknownLast = p.unknownFirst, p.unknownLast
+	if len(p.window) > 0 && res.Fatal == nil && (chans.Closed(p.opts.Stop) || ctx.Err() != nil) {
+		// Read to its end, but some of it not sent: the stop came while it waited (for
+		// --rate's tokens), and the run was stopped all the same.
+		res.Stopped = true
+	}
 	switch {
 	case len(p.window) > 0:
 		res.Resume = p.window[0].rec.Pos
@@ -581,7 +602,7 @@ func (p *Producer) take(n int) bool {
 		return false
 	}
 	if p.limiter != nil {
-		if err := p.limiter.WaitN(p.waitCtx, n); err != nil {
+		if err := p.limiter.WaitN(p.rateCtx, n); err != nil {
 			p.give()
 			return false
 		}
