@@ -91,3 +91,30 @@ func TestSignalEndsWaitForFIFO(t *testing.T) {
 		})
 	}
 }
+
+// A command that reads its input from a stdin that is a terminal says so first, and
+// how to end it, as produce does: ack - and topic edit --schema - waited there for
+// what was typed without a word.
+func TestReadingATerminalSaysSo(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"ack", "orders", "-"}, "narad: reading handles, one a line, from stdin until end of input (Ctrl-D)\n"},
+		{[]string{"nack", "orders", "-"}, "narad: reading handles, one a line, from stdin until end of input (Ctrl-D)\n"},
+		{[]string{"topic", "edit", "orders", "--schema", "-"}, "narad: reading the schema from stdin until end of input (Ctrl-D)\n"},
+		{[]string{"produce", "orders"}, "narad: reading one message from stdin until end of input (Ctrl-D)\n"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			ios, _, _, errOut := iostreams.Test()
+			ios.In = strings.NewReader("") // Ctrl-D at once: what it then says is not this test's
+			ios.SetTTY(true, false, false)
+			env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "config.yaml"), "NARAD_ADDR": "http://127.0.0.1:1"}
+			f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+			Run(f, c.args)
+			if !strings.HasPrefix(errOut.String(), c.line) {
+				t.Errorf("stderr %q, want it to start with %q", errOut.String(), c.line)
+			}
+		})
+	}
+}

@@ -156,3 +156,10 @@ func (e runEnv) atFirstSignal(say func(line func(string) string)) (stop func()) 
 	}()
 	return func() { close(done) }
 }
+
+// readingTerminal is the line a command that reads its input from stdin says first
+// when stdin is a terminal (what: "handles, one a line,"): it waits for what is typed
+// there, and would otherwise wait without a word.
+func readingTerminal(what string) string {
+	return fmt.Sprintf("narad: reading %s from stdin until end of input (Ctrl-D)", what)
+}

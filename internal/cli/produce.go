@@ -259,7 +259,7 @@ func produceRun(opts *ProduceOptions) error {
 		if opts.Lines || opts.JSON {
 			what = "messages, one a line,"
 		}
-		st.printf("narad: reading %s from stdin until end of input (Ctrl-D)\n", what)
+		st.printf("%s\n", readingTerminal(what))
 	}
 
 	stopNote := st.noteStopping(opts.Signals)

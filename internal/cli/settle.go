@@ -350,6 +350,9 @@ func settleRun(opts *SettleOptions) error {
 	// every handle not confirmed is listed so that it can be sent again.
 	ctx, cancel := opts.Context()
 	defer cancel()
+	if opts.IO.IsStdinTTY() && slices.Contains(opts.Handles, "-") {
+		fmt.Fprintln(opts.IO.ErrOut, readingTerminal("handles, one a line,"))
+	}
 	rd := newHandleReader(ctx, opts.IO.In, opts.Handles)
 	t := &settleTally{opts: opts}
 	for ctx.Err() == nil {

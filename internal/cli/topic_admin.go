@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/client"
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 )
 
@@ -58,7 +59,7 @@ func topicEditCmd(f *Factory, run func(*TopicEditOptions) error) *cobra.Command 
 			err := cmp.Or(checkTextJSON(opts.Output), validateTopicName(opts.Topic))
 			if err == nil {
 				// Last: it may read the schema from stdin.
-				opts.Patch, err = edit.patch(cmd.Flags().Changed, f.IO.In, f.Signals)
+				opts.Patch, err = edit.patch(cmd.Flags().Changed, f.IO, f.Signals)
 			}
 			return runWith(f, opts, run, err)
 		},
@@ -84,7 +85,7 @@ type topicEditFlags struct {
 
 // patch is the change the flags given (changed) ask for, checked; --schema - reads
 // the document from stdin (a signal ends the wait for it).
-func (v *topicEditFlags) patch(changed func(string) bool, stdin io.Reader, sigs *Signals) (p client.TopicPatch, err error) {
+func (v *topicEditFlags) patch(changed func(string) bool, ios *iostreams.IOStreams, sigs *Signals) (p client.TopicPatch, err error) {
 	if changed("visibility") {
 		return p, usageErrorf("the visibility timeout of a topic cannot change after it is created " +
 			"(leases already handed out were cut to it; create a new topic with --visibility instead)")
@@ -115,7 +116,10 @@ func (v *topicEditFlags) patch(changed func(string) bool, stdin io.Reader, sigs 
 		p.MaxAckedAheadPerPartition = &v.maxAckedAhead
 	}
 	if changed("schema") {
-		if p.Schema, err = readSchema(stdin, v.schema, sigs); err != nil {
+		if v.schema == "-" && ios.IsStdinTTY() {
+			fmt.Fprintln(ios.ErrOut, readingTerminal("the schema"))
+		}
+		if p.Schema, err = readSchema(ios.In, v.schema, sigs); err != nil {
 			return p, err
 		}
 	}
