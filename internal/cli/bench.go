@@ -265,9 +265,9 @@ func benchTopic(c *client.Client, opts *BenchOptions) (created bool, err error) 
 // topic is scratch either way); a second one stops it.
 func benchDelete(opts *BenchOptions, c *client.Client) error {
 	topic := opts.Topic
-	ctx, cancel := context.WithTimeout(opts.Signals.Hard, 30*time.Second)
+	ctx, cancel := context.WithTimeout(opts.Signals.Hard, lookBound)
 	defer cancel()
-	if err := c.DeleteTopic(ctx, topic); err != nil {
+	if err := withinBound(ctx, c.DeleteTopic(ctx, topic)); err != nil {
 		return opts.apiFatal(c, fmt.Errorf("--delete: %w", err), topic)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "deleted topic %s\n", render.Escape(topic))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"text/template"
+	"time"
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/config"
@@ -28,10 +29,38 @@ func describeErr(err error) string {
 		s = strings.Replace(s, ue.Error(), ue.Err.Error(), 1)
 	}
 	var te *client.TimeoutError
-	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &te) {
+	var bl *boundedLook
+	switch {
+	case errors.As(err, &bl):
+		s = strings.Replace(s, context.DeadlineExceeded.Error(), fmt.Sprintf("no answer within %s", roundDuration(bl.after)), 1)
+	case errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &te):
 		s = strings.Replace(s, context.DeadlineExceeded.Error(), "no answer before --timeout ran out", 1)
 	}
 	return s
+}
+
+// lookBound bounds a request a run makes on its own account, with no --timeout to
+// bound it: sub -i's look at the topic before its screen opens, bench's clean-up. A
+// variable for tests.
+var lookBound = 30 * time.Second
+
+// boundedLook is a request that lookBound (after) ended: describeErr says so, not
+// --timeout, which the user may not have given.
+type boundedLook struct {
+	after time.Duration
+	err   error
+}
+
+func (b *boundedLook) Error() string { return b.err.Error() }
+func (b *boundedLook) Unwrap() error { return b.err }
+
+// withinBound is err, marked as ended by its bound when ctx (made with lookBound) ran
+// out before an answer came.
+func withinBound(ctx context.Context, err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &boundedLook{after: lookBound, err: err}
+	}
+	return err
 }
 
 // apiFatal is the one line for an error that stops a command (exit 1; 2 for a 400),

@@ -64,8 +64,9 @@ func holdRun(opts *SubOptions) error {
 	// topic is not there, before the screen opens. Nothing is taken yet: the first
 	// signal ends the look.
 	sctx, cancelS := opts.Context()
-	ctx, cancel := context.WithTimeout(sctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(sctx, lookBound)
 	t, err := c.Topic(ctx, opts.Topic)
+	err = withinBound(ctx, err)
 	cancel()
 	cancelS()
 	if err != nil {

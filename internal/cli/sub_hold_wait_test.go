@@ -85,3 +85,19 @@ func TestHoldSaysAtOnceWhatItWaitsForBeforeTheScreen(t *testing.T) {
 		t.Errorf("stderr %q, want the line once", s)
 	}
 }
+
+// A look with a bound of its own (sub -i's at the topic, with no --timeout given)
+// that the node never answers ends saying that bound ran out, not --timeout, which
+// the user did not give.
+func TestHoldLookSaysItsOwnBound(t *testing.T) {
+	was := lookBound
+	lookBound = 50 * time.Millisecond
+	t.Cleanup(func() { lookBound = was })
+	_, _, errOut, done := holdOnANodeThatNeverAnswers(t)
+	if code := <-done; code != ExitFailed {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if s := errOut.String(); !strings.Contains(s, "narad: topic: no answer within "+roundDuration(lookBound)+" (") || strings.Contains(s, "--timeout") {
+		t.Errorf("stderr %q: want the look's own bound said, and no --timeout", s)
+	}
+}
