@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -157,6 +158,11 @@ func clusterDecommissionCmd(f *Factory, run func(*ClusterDecommissionOptions) er
 		Args:    exactArgs(1, "one member id, as narad cluster members lists it"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			if strings.TrimSpace(opts.ID) == "" || strings.ContainsFunc(opts.ID, unicode.IsControl) {
+				// An unset variable would post to /v1/cluster/members//decommission, a
+				// path some router turns into another.
+				return usageErrorf("invalid member id %q (an id as narad cluster members lists it, e.g. node-3)", opts.ID)
+			}
 			if err := checkTextJSON(opts.Output); err != nil {
 				return err
 			}
