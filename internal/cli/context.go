@@ -388,6 +388,10 @@ func contextShowCmd(f *Factory, run func(*ContextShowOptions) error) *cobra.Comm
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
+				if strings.TrimSpace(args[0]) == "" {
+					// Taken as no name, an unset variable would show the context in use.
+					return usageErrorf("context show needs a context name, not %q (leave it out for the one in use)", args[0])
+				}
 				opts.Name = args[0]
 			}
 			opts.Flags = f.connectionFlags()
