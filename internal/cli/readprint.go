@@ -64,7 +64,7 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 		// progress towards --count, and the line says how many there were.
 		as := &answeredSource{Source: c}
 		src = as
-		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, find.Match, func() (int64, bool, bool) {
+		stopWaiting = e.watchWaiting(ro.Topic, ro.Count, waitHint, skipsOf(&ro), func() (int64, bool, bool) {
 			return printed.Load(), false, as.answered.Load()
 		})
 	}

@@ -59,7 +59,7 @@ func canaryRun(opts *SubOptions) (exit error) {
 		// command running meanwhile), once the node has answered.
 		as := &answeredSource{Source: c}
 		src = as
-		stopWaiting = opts.watchWaiting(ro.Topic, ro.Count, timeoutHint, opts.Match, func() (int64, bool, bool) {
+		stopWaiting = opts.watchWaiting(ro.Topic, ro.Count, timeoutHint, skipsOf(&ro), func() (int64, bool, bool) {
 			return read.n.Load(), can.Running() > 0, as.answered.Load()
 		})
 	}

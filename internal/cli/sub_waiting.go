@@ -33,18 +33,15 @@ type readProgress func() (n int64, holding, ok bool)
 // watchWaiting says, once, when a read of count messages has held nothing and had
 // nothing new for waitingNoticeAfter: "narad: waiting on orders: nothing for 30s, 2 of
 // --count 5 so far", and hint (what bounds the wait) in parentheses when there is
-// one. With a matcher (--filter, --grep) n counts matches, and the messages read and
-// skipped meanwhile are no progress: "no match for 30s, 0 of --count 1 so far, 812
-// read without a match" (and how many of them the filter failed on), so that a filter
-// that never matches (a typo, an expression wrong for the data) does not look like a
-// quiet topic. The returned func ends the watch.
-func (e runEnv) watchWaiting(topic string, count int, hint string, mt *replay.Matcher, progress readProgress) (stop func()) {
+// one. With skips (a read that keeps only some messages: --filter, --grep, --since,
+// --until) n counts those kept, and the messages read and skipped meanwhile are no
+// progress: "no match for 30s, 0 of --count 1 so far, 812 read without a match" (and
+// how many of them the filter failed on), so that a filter that never matches (a
+// typo, an expression wrong for the data) does not look like a quiet topic. The
+// returned func ends the watch.
+func (e runEnv) watchWaiting(topic string, count int, hint string, skips *readSkips, progress readProgress) (stop func()) {
 	if hint != "" {
 		hint = " (" + hint + ")"
-	}
-	nothing := "nothing"
-	if mt != nil {
-		nothing = "no match"
 	}
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -65,8 +62,12 @@ func (e runEnv) watchWaiting(topic string, count int, hint string, mt *replay.Ma
 				if now.Sub(since) < waitingNoticeAfter {
 					continue
 				}
+				nothing, skipped := "nothing", skips.unmatched(n)
+				if skipped != "" {
+					nothing = "no match"
+				}
 				fmt.Fprintf(e.IO.ErrOut, "narad: waiting on %s: %s for %s, %d of --count %d so far%s%s\n",
-					render.Escape(topic), nothing, roundDuration(waitingNoticeAfter), n, count, unmatched(mt, n), hint)
+					render.Escape(topic), nothing, roundDuration(waitingNoticeAfter), n, count, skipped, hint)
 				waitingNoticed()
 				return
 			}
@@ -75,18 +76,41 @@ func (e runEnv) watchWaiting(topic string, count int, hint string, mt *replay.Ma
 	return endWatch(done, exited)
 }
 
-// unmatched is the waiting line's account of the messages a matcher read and did not
-// keep ("" without one), matched of them kept.
-func unmatched(mt *replay.Matcher, matched int64) string {
-	if mt == nil {
+// readSkips is what a read that keeps only some messages has read, for the waiting
+// line: every message (replay.Options.Read) and, with --filter, the failures.
+type readSkips struct {
+	read atomic.Int64
+	mt   *replay.Matcher // nil without --filter or --grep
+}
+
+// skipsOf has ro count what it reads when it keeps only some messages (a matcher, a
+// time range), and returns the count; nil when ro keeps every message it reads.
+func skipsOf(ro *replay.Options) *readSkips {
+	if ro.Match == nil && ro.Since.IsZero() && ro.Until.IsZero() {
+		return nil
+	}
+	s := &readSkips{mt: ro.Match}
+	ro.Read = &s.read
+	return s
+}
+
+// unmatched is the waiting line's account of the messages read and not kept, kept of
+// them kept: "" when none was skipped (or the read keeps all).
+func (s *readSkips) unmatched(kept int64) string {
+	if s == nil {
 		return ""
 	}
-	read, failed := mt.Now()
-	s := fmt.Sprintf(", %d read without a match", max(read-matched, 0))
-	if failed > 0 {
-		s += fmt.Sprintf(" (--filter failed on %d)", failed)
+	read := s.read.Load()
+	if read <= kept {
+		return ""
 	}
-	return s
+	line := fmt.Sprintf(", %d read without a match", read-kept)
+	if s.mt != nil {
+		if failed := s.mt.FailedNow(); failed > 0 {
+			line += fmt.Sprintf(" (--filter failed on %d)", failed)
+		}
+	}
+	return line
 }
 
 // endWatch is the stop of a watch whose goroutine may write a line (it closes exited

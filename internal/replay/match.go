@@ -29,25 +29,22 @@ type Matcher struct {
 	Read, Matched, Filtered, Errors int64
 	FirstErr                        error
 
-	// now is Read and Errors for a watch from another goroutine while the read runs
-	// (Now): the fields are the read's own.
-	now struct{ read, errors atomic.Int64 }
+	// failed is Errors for a watch from another goroutine while the read runs
+	// (FailedNow): the field is the read's own.
+	failed atomic.Int64
 
 	buf []byte
 }
 
-// Now is how many messages were read so far and how many of them the filter failed
-// on, safe to ask from any goroutine while the read runs (the waiting line of a
-// follow that matches nothing says it).
-func (mt *Matcher) Now() (read, failed int64) {
-	return mt.now.read.Load(), mt.now.errors.Load()
-}
+// FailedNow is how many messages the filter failed on so far, safe to ask from any
+// goroutine while the read runs (the waiting line of a follow that matches nothing
+// says it).
+func (mt *Matcher) FailedNow() int64 { return mt.failed.Load() }
 
 // Match reports whether m is kept, and counts it. ctx's end stops a filter that goes
 // on and on (the read is ending: m is not kept, and the filter did not fail on it).
 func (mt *Matcher) Match(ctx context.Context, m *client.Message) bool {
 	mt.Read++
-	mt.now.read.Store(mt.Read)
 	ok := (mt.Grep == nil || mt.grep(m)) && (mt.Filter == nil || mt.filter(ctx, m))
 	if ok {
 		mt.Matched++
@@ -76,7 +73,7 @@ func (mt *Matcher) filter(ctx context.Context, m *client.Message) bool {
 		}
 	}
 	mt.Errors++
-	mt.now.errors.Store(mt.Errors)
+	mt.failed.Store(mt.Errors)
 	if mt.FirstErr == nil {
 		mt.FirstErr = fmt.Errorf("p%d @%d: %w", m.Partition, m.Offset, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/narad/narad/internal/client"
@@ -44,6 +45,10 @@ type Options struct {
 	// Match, when set, emits only the messages it keeps (--filter, --grep), and
 	// Count counts those: the read goes on until Count messages matched.
 	Match *Matcher
+	// Read, when set, counts every message read and handed to the window and Match,
+	// kept or not: a watch from another goroutine tells a read that skips what it
+	// reads (a filter that never matches) from one that has nothing to read.
+	Read *atomic.Int64
 	// Follow keeps polling at the tail instead of stopping there.
 	Follow bool
 	// PollInterval is the pause between sweeps that found nothing new (Follow).
@@ -247,6 +252,9 @@ func oldestPast(ctx context.Context, src Source, topic string, p int, off int64)
 
 // deliver emits m when the window keeps it; stop says emit wants no more.
 func (r *reading) deliver(ctx context.Context, p int, m *client.Message) (stop bool, err error) {
+	if r.o.Read != nil {
+		r.o.Read.Add(1)
+	}
 	if !r.w.keep(p, m) || r.o.Match != nil && !r.o.Match.Match(ctx, m) {
 		return false, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -324,5 +325,22 @@ func TestFollowWithAPastUntilEnds(t *testing.T) {
 	}
 	if w := []hit{{0, 0}, {1, 0}}; !slices.Equal(got, w) {
 		t.Errorf("got %v, want %v", got, w)
+	}
+}
+
+// TestReadCountsWhatTheRangeSkips: Options.Read counts every message read, the one
+// past until that the range skips too, so that a watch tells a read skipping what it
+// reads from one with nothing to read.
+func TestReadCountsWhatTheRangeSkips(t *testing.T) {
+	src := newStamped([]int64{10, 20, 30, 40, 50})
+	var read atomic.Int64
+	var kept int
+	_, err := Run(context.Background(), src, Options{Topic: "t", To: -1, Since: time.Unix(25, 0), Until: time.Unix(35, 0), Read: &read},
+		func(*client.Message) error { kept++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept != 1 || read.Load() != 2 {
+		t.Errorf("kept %d, read %d; want 1 kept (30) of 2 read (30, then 40 past until)", kept, read.Load())
 	}
 }
