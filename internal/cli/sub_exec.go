@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
+	"github.com/narad/narad/internal/iostreams"
 	"github.com/narad/narad/internal/render"
 	"github.com/narad/narad/internal/supervisor"
 )
@@ -114,6 +116,8 @@ func execRun(opts *SubOptions) error {
 		return err
 	}
 	start := opts.Now()
+	stopWatch := func() {}
+	defer func() { stopWatch() }()
 	return consumeRun(opts, func(c *client.Client, co *consumer.Options, m *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
 		if opts.DeadLetter != "" {
 			co.DeadLetterUndecodable = func(ctx context.Context, msg *client.Message) error {
@@ -131,6 +135,9 @@ func execRun(opts *SubOptions) error {
 			co.Timeout = max(opts.Timeout-opts.Now().Sub(start), time.Nanosecond)
 		}
 		co.Lease = lease
+		// A reader of stdout that went away while the run waits for messages ends it,
+		// as a command's write that finds it gone does.
+		stopWatch = watchReaderGone(opts.IO.Out, sup.ReaderGone)
 		announceExec(c, opts)
 		return sup, sup, nil
 	})
@@ -389,4 +396,25 @@ func deadLetterAsSent(ctx context.Context, c *client.Client, topic string, m *cl
 		body = []byte(text) // a string's text: the bad base64 itself, not its quotes
 	}
 	return c.Produce(ctx, topic, body, po)
+}
+
+// watchReaderGone calls gone once the reader of the pipe w is (its stdout) went
+// away, until the returned func is called; nothing where w is not such a pipe.
+func watchReaderGone(w io.Writer, gone func()) (stop func()) {
+	ch, stopWatch := consumer.WatchReader(iostreams.Unwrap(w))
+	if ch == nil {
+		return stopWatch
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			gone()
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		stopWatch()
+	}
 }

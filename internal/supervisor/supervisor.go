@@ -261,6 +261,11 @@ func (s *Supervisor) Say(line string) { s.out.line(context.Background(), line) }
 // print mode does at a closed output (not a failure).
 func (s *Supervisor) OutputGone() <-chan struct{} { return s.outGone }
 
+// ReaderGone says the reader of the commands' stdout went away while nothing was
+// written (a pipe whose reader exited while the run waits for messages): the run ends
+// as at a write that found it gone (OutputGone).
+func (s *Supervisor) ReaderGone() { s.outOnce.Do(func() { close(s.outGone) }) }
+
 // outputFailed notes a failed write of a command's output.
 func (s *Supervisor) outputFailed(err error) {
 	if consumer.IsClosedOutput(err) {
