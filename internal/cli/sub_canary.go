@@ -49,6 +49,15 @@ func canaryRun(opts *SubOptions) (exit error) {
 		ctx, cancelT = context.WithTimeout(sctx, opts.Timeout)
 		defer cancelT()
 	}
+	// A reader of stdout that went away while the canary waits at the tail ends the
+	// reading, as a command's write that finds it gone does (exit 0).
+	rctx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	var readerGone atomic.Bool
+	defer watchReaderGone(opts.IO.Out, func() {
+		readerGone.Store(true)
+		cancelRead()
+	})()
 	read := canaryRead{can: can, hard: opts.Signals.Hard}
 	stopTimeout := opts.announceTimeout(opts.Timeout, opts.Timeout, can)
 	opts.waitOutNodeLoss(c, &ro)
@@ -63,12 +72,12 @@ func canaryRun(opts *SubOptions) (exit error) {
 			return read.n.Load(), can.Running() > 0, as.answered.Load()
 		})
 	}
-	_, err = replay.Run(ctx, src, ro, read.message(ctx))
+	_, err = replay.Run(rctx, src, ro, read.message(rctx))
 	stopWaiting()
 	// The reading's end by a signal or --timeout gives running commands
 	// --shutdown-grace, as in exec mode: at --timeout they are not waited for up to
 	// --max-processing-time.
-	can.Finish(opts.Signals.Hard, ctx.Done())
+	can.Finish(opts.Signals.Hard, rctx.Done())
 	stopTimeout()
 	st := can.Stats()
 	if !(err != nil && ctx.Err() == nil && st.Ran == 0 && opts.Stats != "json") {
@@ -80,6 +89,8 @@ func canaryRun(opts *SubOptions) (exit error) {
 	switch {
 	case sctx.Err() != nil:
 		return nil // interrupted: Main turns the signal into 130/143
+	case readerGone.Load() && ctx.Err() == nil:
+		// The reader of stdout went away while the reading waited: not a failure.
 	case read.err != nil && errors.Is(read.err, consumer.ErrOutputClosed):
 		// The reader of stdout went away (`| head`): not a failure, as in exec mode.
 	case read.err != nil && ctx.Err() == nil:
