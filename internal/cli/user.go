@@ -105,10 +105,14 @@ func formatGrants(gs []client.UserGrant) string {
 // two questions, which say whose password it is ("new password for bob: "), as passwd
 // and psql's \password do; a mismatch changes nothing. A password in argv would end
 // up in shell history and ps, so there is no flag for one.
-func newPassword(e runEnv, fromStdin bool, prompt, retype string) (string, error) {
+// From stdin, line says which line of it the password is ("the first line of stdin").
+func newPassword(e runEnv, fromStdin bool, prompt, retype, line string) (string, error) {
 	pw, err := secretLine(e, fromStdin, prompt)
 	if err != nil {
 		return "", err
+	}
+	if fromStdin && pw == "" {
+		return "", usageErrorf("--password-stdin: no password on %s", line)
 	}
 	if !fromStdin {
 		again, err := secretLine(e, false, retype)
@@ -264,7 +268,7 @@ func userAddRun(opts *UserAddOptions) error {
 		return err
 	}
 	name := render.Escape(opts.Name)
-	pw, err := newPassword(opts.runEnv, pipedSecrets(opts.runEnv, opts.PasswordStdin), "password for the new user "+name+": ", "retype the password for "+name+": ")
+	pw, err := newPassword(opts.runEnv, pipedSecrets(opts.runEnv, opts.PasswordStdin), "password for the new user "+name+": ", "retype the password for "+name+": ", "the first line of stdin")
 	if err != nil {
 		return err
 	}
@@ -476,8 +480,20 @@ func userPasswdRun(opts *UserPasswdOptions) error {
 		if current, err = secretLine(opts.runEnv, piped, "current password for "+name+": "); err != nil {
 			return err
 		}
+		if current == "" {
+			// Sent, it would only be a failed login against the user.
+			hint := "type the password you sign in with first"
+			if piped {
+				hint = "--current --password-stdin reads the current password, then the new one, a line each"
+			}
+			return usageErrorf("no current password given (%s)", hint)
+		}
 	}
-	pw, err := newPassword(opts.runEnv, piped, "new password for "+name+": ", "retype the new password for "+name+": ")
+	line := "the first line of stdin"
+	if opts.Current {
+		line = "the second line of stdin (the first is the current password)"
+	}
+	pw, err := newPassword(opts.runEnv, piped, "new password for "+name+": ", "retype the new password for "+name+": ", line)
 	if err != nil {
 		return err
 	}
