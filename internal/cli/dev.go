@@ -2,12 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/narad/narad/internal/devbroker"
+	"github.com/narad/narad/internal/render"
 )
 
 // DevOptions is what `narad dev` runs with: the broker's configuration, checked.
@@ -85,6 +87,9 @@ func (fl *devFlags) config() (devbroker.Config, error) {
 			// The broker's error already names the flag and its value.
 			return devbroker.Config{}, usageErrorf("%v (see narad dev --help)", err)
 		}
+		if slices.ContainsFunc(cfg.Topics, func(t devbroker.TopicSpec) bool { return t.Name == spec.Name }) {
+			return devbroker.Config{}, usageErrorf("--topic %s given twice (one --topic a topic)", render.Escape(spec.Name))
+		}
 		cfg.Topics = append(cfg.Topics, spec)
 	}
 	for _, s := range fl.users {
@@ -93,6 +98,9 @@ func (fl *devFlags) config() (devbroker.Config, error) {
 			// The broker's error names the flag with the password masked; the value
 			// itself is never echoed back.
 			return devbroker.Config{}, usageErrorf("%v (see narad dev --help)", err)
+		}
+		if slices.ContainsFunc(cfg.Users, func(o devbroker.User) bool { return o.Name == u.Name }) {
+			return devbroker.Config{}, usageErrorf("--user %s given twice (one --user a user)", render.Escape(u.Name))
 		}
 		cfg.Users = append(cfg.Users, u)
 	}
