@@ -195,6 +195,12 @@ func statusRun(opts *StatusOptions) error {
 	if err := credentialsRefused(rows, merr); err != nil {
 		return opts.apiFatal(c, err, "")
 	}
+	if len(rows) > 0 && allUnreached(rows) && merr != nil && client.StatusOf(merr) == 0 {
+		// Not one answer, the metrics' included: the node is not there (a wrong
+		// --server), which is one line, as with no TOPIC, not a row of dashes and a
+		// line per topic saying the same thing.
+		return opts.apiFatal(c, rows[0].err, "")
+	}
 
 	if opts.Output == "json" {
 		if err := opts.printJSON(struct {
