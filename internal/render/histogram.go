@@ -23,8 +23,9 @@ const HistogramWidth = 80
 var eighths = []string{"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"}
 
 // Histogram draws a title and one line per bar, none wider than width (at most
-// HistogramWidth; 0 means that) where the label, count and marks leave a bar room, so
-// that a narrow terminal does not wrap the bars:
+// HistogramWidth; 0 means that) wherever the labels and counts fit beside a bar of one
+// cell: the bar narrows first, then the marks that do not fit are left off, so that a
+// narrow terminal does not wrap the lines:
 //
 //	label │██████████▌   count  p50
 //
@@ -46,11 +47,16 @@ func Histogram(w io.Writer, s Styles, title string, bars []HistogramBar, width i
 	// label, " │", bar, " ", count, then "  " and the marks when any bar has them.
 	room := width - labelW - 2 - 1 - countW
 	if marksW > 0 {
-		room -= 2 + marksW
+		// On a screen too narrow for them all beside a bar of one cell, the marks
+		// keep what fits, whole (p50, not p…), rather than wrap the line.
+		marksW = min(marksW, max(room-1-2, 0))
+		if marksW > 0 {
+			room -= 2 + marksW
+		}
 	}
 	room = max(room, 1)
 	var sb strings.Builder
-	sb.WriteString(s.Header.Render(Escape(title)))
+	sb.WriteString(s.Header.Render(Truncate(Escape(title), width)))
 	sb.WriteByte('\n')
 	sep := s.Dim.Render("│") // the same on every line
 	for _, b := range bars {
@@ -63,11 +69,27 @@ func Histogram(w io.Writer, s Styles, title string, bars []HistogramBar, width i
 		pad := room - len([]rune(bar))
 		fmt.Fprintf(&sb, "%*s %s%s%s %*d", labelW, b.Label, sep, s.HistBar.Render(bar),
 			strings.Repeat(" ", pad), countW, b.Count)
-		if len(b.Marks) > 0 {
-			sb.WriteString("  " + s.HistMark.Render(strings.Join(b.Marks, " ")))
+		if marks := fitMarks(b.Marks, marksW); marks != "" {
+			sb.WriteString("  " + s.HistMark.Render(marks))
 		}
 		sb.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// fitMarks joins the marks that fit in width columns, whole, from the first.
+func fitMarks(marks []string, width int) string {
+	out := ""
+	for _, m := range marks {
+		next := m
+		if out != "" {
+			next = out + " " + m
+		}
+		if len([]rune(next)) > width {
+			break
+		}
+		out = next
+	}
+	return out
 }

@@ -103,3 +103,28 @@ func TestHistogramFitsANarrowWidth(t *testing.T) {
 		t.Errorf("p95 line %d columns, want 40: %q", w, lines[3])
 	}
 }
+
+// A terminal too narrow for the bars and all their marks (20 columns) still gets
+// lines that do not wrap: each bar keeps a cell, the title is cut, and the marks keep
+// what fits, whole.
+func TestHistogramFitsATinyWidth(t *testing.T) {
+	bars := []HistogramBar{
+		{Label: "500µs–1ms", Count: 1},
+		{Label: "1–2ms", Count: 40, Marks: []string{"p50"}},
+		{Label: "2–5ms", Count: 2, Marks: []string{"p95", "p99"}},
+	}
+	var buf bytes.Buffer
+	if err := Histogram(&buf, NewStyles(&buf, false), "consume latency, 14 requests", bars, 20); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	for _, l := range lines {
+		if w := lipgloss.Width(l); w > 20 {
+			t.Errorf("a line of %d columns in 20: %q", w, l)
+		}
+	}
+	if len(lines) != 4 || !strings.HasSuffix(lines[2], " 40  p50") || !strings.HasSuffix(lines[3], "  2  p95") ||
+		!strings.Contains(lines[1], "│▏") {
+		t.Errorf("lines:\n%s", strings.Join(lines, "\n"))
+	}
+}
