@@ -280,13 +280,17 @@ func holdPeek(c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan 
 		<-ended
 		cancel()
 	}()
-	_, err := replay.Run(ctx, c, ro, feed.Peek(ctx, replay.ErrStop))
+	n, err := replay.Run(ctx, c, ro, feed.Peek(ctx, replay.ErrStop))
 	if err == nil {
 		// The reads ended (--count, --until): the last message stays on screen until
 		// the person moves past it or quits.
 		feed.MovedOn(ctx)
 	}
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && ro.Count > 0 && n < ro.Count:
+		// --timeout before --count, as sub --peek says it (a q or a signal cancels
+		// the context instead, and is no timeout).
+		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, n, ro.Count))
 	case ctx.Err() != nil, errors.Is(err, replay.ErrStop):
 		return nil
 	case errors.Is(err, replay.ErrNoSuchPartition):

@@ -379,6 +379,29 @@ func TestHoldModePeekShowsTheLastMessageOfACount(t *testing.T) {
 	}
 }
 
+// --peek -i whose --timeout comes before its --count exits 3 and says how many it
+// saw, as sub --peek does: a script cannot tell it from a count reached otherwise.
+func TestHoldModePeekTimeoutBeforeTheCount(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, _, err := b.Produce("orders", "k", []byte("only")); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--peek", "--from-beginning",
+		"--count", "5", "--timeout", "1s")
+	if code := s.exit(); code != 3 {
+		t.Errorf("exit %d, want 3; screen:\n%s", code, s.scr.text())
+	}
+	if after := s.scr.afterScreen(); !strings.Contains(after, "seen 1, took nothing\r\n") ||
+		!strings.Contains(after, "narad: timeout after 1s: 1 of 5 messages\r\n") {
+		t.Errorf("after the screen: %q", after)
+	}
+}
+
 // q twice while an ack is retried behind the screen (the node answers 503): the
 // second q leaves at once, and the ack it gives up is named to send again, as plain
 // sub names it at a second Ctrl-C, never dropped in silence with exit 0.
