@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/consumer"
 	"github.com/narad/narad/internal/iostreams"
@@ -20,6 +22,9 @@ func printRun(opts *SubOptions) error {
 	return consumeRun(opts, func(c *client.Client, _ *consumer.Options, _ *subMetrics) (consumer.Handler, *supervisor.Supervisor, error) {
 		p := consumer.NewPrinter(iostreams.Unwrap(opts.IO.Out), r)
 		p.ShutdownGrace(opts.ShutdownGrace)
+		p.OnRenderCut(func(m *client.Message) {
+			opts.notice(fmt.Sprintf("narad: --jq had not ended on p%d @%d when the run stopped: that message goes back unshown", m.Partition, m.Offset))
+		})
 		// Lines taken ahead, waiting behind a slow write or unread in a pipe keep their
 		// leases: co.Lease 0, the run asks topic info for it only when one waits a while.
 		opts.announceSub(c, opts.Topic, p.AcksWhenRead(), opts.NoAck)

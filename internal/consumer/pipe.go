@@ -610,13 +610,13 @@ func (ps *pipeState) giveBackAll() {
 
 // handle renders ds into lines and queues them for the writer. Rendering stops at a
 // message that cannot be shown: it and the rest go back for a consumer that can.
-func (ps *pipeState) handle(ctx context.Context, r LineRenderer, ds []Delivery, stop <-chan struct{}) error {
+func (ps *pipeState) handle(ctx context.Context, p *Printer, ds []Delivery) error {
 	ps.run()
 	buf := make([]byte, 0, 128*len(ds))
 	ends := make([]int, 0, len(ds))
 	var renderErr error
 	for _, d := range ds {
-		b, err := r.Append(buf, d.Message())
+		b, err := p.render(ctx, buf, d.Message())
 		if err != nil {
 			renderErr = err
 			break
@@ -641,10 +641,13 @@ func (ps *pipeState) handle(ctx context.Context, r LineRenderer, ds []Delivery, 
 	if err := ps.writeErr(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
+	if renderErr != nil && p.cut(renderErr, ds[len(ends)].Message()) {
+		return fmt.Errorf("%w: %w", ErrStopped, renderErr)
+	}
 	if renderErr != nil {
 		// The run ends on it: the lines before it still go out first, as they would
 		// have to a file, unless the run is stopped meanwhile.
-		ps.drain(ctx, stop)
+		ps.drain(ctx, p.stop)
 	}
 	return renderErr
 }

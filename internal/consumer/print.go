@@ -18,6 +18,16 @@ type LineRenderer interface {
 	Append(dst []byte, m *client.Message) ([]byte, error)
 }
 
+// ContextRenderer is a LineRenderer whose rendering of a message can go on until it is
+// stopped (a --jq that does not end on it). The Printer renders through AppendContext,
+// with a context that ends at the run's early stop (a signal, the timeout, the reader
+// gone) or the hard stop; a message whose rendering a stop cut goes back unshown, and
+// the run ends as that stop, not as a message that cannot be shown.
+type ContextRenderer interface {
+	LineRenderer
+	AppendContext(ctx context.Context, dst []byte, m *client.Message) ([]byte, error)
+}
+
 // Printer is the Handler of plain `narad sub`: it writes each batch and acks exactly
 // what was written.
 //
@@ -42,6 +52,12 @@ type Printer struct {
 	// stop, when set, abandons a write that is blocked (a reader that stopped
 	// reading) so a signal still gives the batch back instead of hanging on it.
 	stop <-chan struct{}
+
+	// renderCtx ends a ContextRenderer's rendering at the run's early stop (made at the
+	// first Handle; endRender ends its watch); onCut hears of a message it cut.
+	renderCtx context.Context
+	endRender context.CancelFunc
+	onCut     func(m *client.Message)
 
 	pipe *pipeState // nil unless w is a pipe narad can see into
 	// inline writes on the loop's goroutine even with a stop to obey: w is a file or
@@ -75,6 +91,44 @@ func (p *Printer) ShutdownGrace(d time.Duration) {
 	if p.pipe != nil && d > 0 {
 		p.pipe.grace = d
 	}
+}
+
+// OnRenderCut is called with a message whose rendering the run's stop cut (a --jq
+// that had not ended on it): it goes back unshown.
+func (p *Printer) OnRenderCut(f func(m *client.Message)) { p.onCut = f }
+
+// render appends m's record to buf; a ContextRenderer's rendering ends at the run's
+// early stop or ctx's end (the hard stop).
+func (p *Printer) render(ctx context.Context, buf []byte, m *client.Message) ([]byte, error) {
+	cr, ok := p.r.(ContextRenderer)
+	if !ok {
+		return p.r.Append(buf, m)
+	}
+	if p.renderCtx == nil {
+		p.renderCtx, p.endRender = context.WithCancel(ctx)
+		if stop := p.stop; stop != nil {
+			go func(c context.Context, end context.CancelFunc) {
+				select {
+				case <-stop:
+					end()
+				case <-c.Done():
+				}
+			}(p.renderCtx, p.endRender)
+		}
+	}
+	return cr.AppendContext(p.renderCtx, buf, m)
+}
+
+// cut reports that err is a rendering of m that the stop ended, and says so: m and
+// the rest of its batch go back, and the run ends as the stop, not on m.
+func (p *Printer) cut(err error, m *client.Message) bool {
+	if err == nil || p.renderCtx == nil || p.renderCtx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return false
+	}
+	if p.onCut != nil {
+		p.onCut(m)
+	}
+	return true
 }
 
 // AcksWhenRead reports whether a line is acked only once the reader took it out of the
@@ -112,13 +166,13 @@ func (p *Printer) Slots(ctx context.Context) (int, error) {
 // pipe as ErrOutputClosed, else as itself.
 func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 	if p.pipe != nil {
-		return p.pipe.handle(ctx, p.r, ds, p.stop)
+		return p.pipe.handle(ctx, p, ds)
 	}
 	buf, ends := p.buf[:0], p.ends[:0]
 	var renderErr error
 	for _, d := range ds {
 		m := d.Message()
-		b, err := p.r.Append(buf, m)
+		b, err := p.render(ctx, buf, m)
 		if err != nil {
 			// Stop at the message that cannot be shown: the ones before it still go
 			// out, and it and the rest go back for a consumer that can.
@@ -159,6 +213,8 @@ func (p *Printer) Handle(ctx context.Context, ds []Delivery) error {
 		return fmt.Errorf("%w: %w", ErrOutputClosed, werr)
 	case werr != nil:
 		return fmt.Errorf("write output: %w", werr)
+	case renderErr != nil && p.cut(renderErr, ds[len(ends)].Message()):
+		return fmt.Errorf("%w: %w", ErrStopped, renderErr)
 	}
 	return renderErr
 }
@@ -214,6 +270,9 @@ func (p *Printer) Finish(ctx context.Context, stopping <-chan struct{}) error {
 	}
 	// An ack asked for after this (the pipe watcher's last look) still gets an acker.
 	p.acks.Close()
+	if p.endRender != nil {
+		p.endRender()
+	}
 	return nil
 }
 

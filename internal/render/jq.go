@@ -182,10 +182,10 @@ func MessageValue(m *client.Message) (map[string]any, error) {
 }
 
 // appendJQ appends what the expression makes of m.
-func (r *Renderer) appendJQ(dst []byte, m *client.Message) ([]byte, error) {
+func (r *Renderer) appendJQ(ctx context.Context, dst []byte, m *client.Message) ([]byte, error) {
 	v, err := MessageValue(m)
 	if err != nil {
 		return dst, err
 	}
-	return r.jq.AppendResults(r.context(), dst, v, r.jqEscape)
+	return r.jq.AppendResults(ctx, dst, v, r.jqEscape)
 }

@@ -202,6 +202,12 @@ func New(o Options) (*Renderer, error) {
 // unchanged, so a message that could not be rendered leaves nothing half written (the
 // caller gives it back instead of acking it).
 func (r *Renderer) Append(dst []byte, m *client.Message) ([]byte, error) {
+	return r.AppendContext(r.context(), dst, m)
+}
+
+// AppendContext is Append with ctx, not Options.Context, ending a --jq run: a consuming
+// run ends it at its own stop (consumer.ContextRenderer).
+func (r *Renderer) AppendContext(ctx context.Context, dst []byte, m *client.Message) ([]byte, error) {
 	if m == nil {
 		return dst, errors.New("no message")
 	}
@@ -212,7 +218,7 @@ func (r *Renderer) Append(dst []byte, m *client.Message) ([]byte, error) {
 		dst, err = r.appendText(dst, m)
 	case JSON:
 		if r.jq != nil {
-			dst, err = r.appendJQ(dst, m)
+			dst, err = r.appendJQ(ctx, dst, m)
 		} else {
 			dst, err = appendJSON(dst, m)
 		}
