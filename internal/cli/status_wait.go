@@ -125,6 +125,12 @@ func statusWaitEmpty(opts *StatusOptions) error {
 			return exitWith(ExitFailed, nil) // a signal: the exit code says it
 		}
 		state, topic, err := waitLook(rows, merr)
+		if cause := unreachedCause(rows, merr); n == 0 && cause != nil && chans.Closed(timedOut) {
+			// The timeout cut the first look while the client retried a node it never
+			// reached: that it cannot be reached is the news (exit 1), not that the
+			// topics were not drained in time (exit 3).
+			return opts.apiFatal(c, cause, "")
+		}
 		if err != nil && chans.Closed(timedOut) {
 			// The timeout cut this look short: what it got is not an answer, nor a
 			// failure of the node's. Only when no look ever answered is that worth
@@ -168,6 +174,23 @@ func statusWaitEmpty(opts *StatusOptions) error {
 		case <-opts.timer(opts.Interval):
 		}
 	}
+}
+
+// unreachedCause is the first error of a look that says why the node could not be
+// reached (a refused connection), not only that the look was cut short; nil if none.
+func unreachedCause(rows []TopicStatus, merr error) error {
+	cut := func(err error) bool {
+		return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	}
+	for _, r := range rows {
+		if r.err != nil && client.StatusOf(r.err) == 0 && !cut(r.err) {
+			return r.err
+		}
+	}
+	if merr != nil && client.StatusOf(merr) == 0 && !cut(merr) {
+		return merr
+	}
+	return nil
 }
 
 // waitTimedOut reports --timeout: what was still there at the last look that answered,
