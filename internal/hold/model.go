@@ -747,7 +747,10 @@ func (m Model) View() tea.View {
 		}
 	case e == nil:
 		what := "waiting for a message on " + textenc.Escape(m.o.Topic) + "…"
-		if m.quit {
+		switch {
+		case m.quit && m.o.Peek:
+			what = "quitting…" // --peek holds nothing to give back
+		case m.quit:
 			what = "giving back what is held…"
 		}
 		line(st.Header.Render(what))

@@ -653,3 +653,18 @@ func TestLeaseNotKeptWhenExtendsFail(t *testing.T) {
 		t.Errorf("no extend confirmed for 22s of a 30s lease:\n%s", v)
 	}
 }
+
+// --peek holds nothing, so its screen closing with nothing on it does not say it is
+// giving anything back.
+func TestPeekQuittingGivesNothingBack(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Peek = true })
+	h.send(Stop{})
+	if v := h.view(); strings.Contains(v, "giving back") || !strings.Contains(v, "quitting…") {
+		t.Errorf("peek closing:\n%s", v)
+	}
+	h = newHarness(t, nil)
+	h.send(Stop{})
+	if v := h.view(); !strings.Contains(v, "giving back what is held…") {
+		t.Errorf("closing:\n%s", v)
+	}
+}
