@@ -221,6 +221,11 @@ func statusWatch(opts *StatusOptions) error {
 		}
 		return opts.apiFatal(c, first.Err, "")
 	}
+	if len(opts.Topics) > 0 {
+		if r := refusedRow(first); r != nil {
+			return opts.apiFatal(c, fmt.Errorf("%s: %w", render.Escape(r.Name), r.err), r.Name)
+		}
+	}
 	var err2 error
 	if opts.Output == "text" && opts.IO.IsStdoutTTY() {
 		err2 = watchTerminal(ctx, opts, w, first)
@@ -232,6 +237,20 @@ func statusWatch(opts *StatusOptions) error {
 		opts.Signals.ClearForCleanStop()
 	}
 	return err2
+}
+
+// refusedRow is the row of the first look for a TOPIC given that is not there (a
+// typo) or that this user may not read: the watch fails with it in one line, as
+// --wait-empty does, where it showed a row of dashes, with no word of why, for as
+// long as it ran. Nil when each was read. (A topic deleted later keeps its row of
+// dashes: it was there.)
+func refusedRow(s watchSample) *TopicStatus {
+	for i, r := range s.Rows {
+		if st := client.StatusOf(r.err); st == http.StatusNotFound || st == http.StatusForbidden {
+			return &s.Rows[i]
+		}
+	}
+	return nil
 }
 
 // watchEnd is why a watch stops, besides a signal.
