@@ -69,6 +69,9 @@ func regexpWhy(err error) string {
 type findOptions struct {
 	Match *replay.Matcher
 	Stats string
+	// Heard, when set, is the client's nodeHeard: a read --timeout ends before the
+	// node answered anything fails (neverAnswered), as exec mode does.
+	Heard *nodeHeard
 }
 
 // filterFailures says once, at the end, that the filter failed on some messages

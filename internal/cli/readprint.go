@@ -108,6 +108,9 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 		return filterFailedAll(find.Match)
 	case ro.Count > 0 && n < ro.Count && ctx.Err() != nil:
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", timeout, n, ro.Count))
+	case find.Heard != nil && !find.Heard.Load() && ctx.Err() != nil:
+		// The first request (the topic's partitions) is what went unanswered.
+		return e.neverAnswered(c, "topic", ro.Topic)
 	}
 	return nil
 }

@@ -324,7 +324,8 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	defer m.close()
 	retries := &settleRetries{}
 	consumes := &consumesOut{}
-	hooks := append(m.hooks(), retries, consumes)
+	heard := &nodeHeard{}
+	hooks := append(m.hooks(), retries, consumes, heard)
 	var answered *nodeAnswered
 	if opts.waitsForCountAlone() {
 		answered = &nodeAnswered{}
@@ -384,6 +385,10 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	stopTimeout()
 	opts.printStats(opts.Stats, res.Stats, err != nil && res.Reason == consumer.StopFailed)
 	opts.writeRunLeftovers(opts.Topic, res)
+	if res.Reason == consumer.StopTimeout && !heard.Load() && res.Outcome() == consumer.OutcomeOK {
+		// (With --count unmet the exit is --timeout's 3, as it was.)
+		return opts.neverAnswered(c, "consume", opts.Topic)
+	}
 	return subExit(c, opts, res, err, sup)
 }
 

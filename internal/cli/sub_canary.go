@@ -24,7 +24,8 @@ var canaryRefused = []string{"lease", "retry-delay", "retry-delay-max", "max-att
 // live traffic this way before it takes any.
 func canaryRun(opts *SubOptions) (exit error) {
 	ro := peekReplay(opts)
-	c, err := opts.Client()
+	heard := &nodeHeard{}
+	c, err := opts.Client(heard)
 	if err != nil {
 		return err
 	}
@@ -112,6 +113,10 @@ func canaryRun(opts *SubOptions) (exit error) {
 	}
 	if ro.Count > 0 && read.n.Load() < int64(ro.Count) && ctx.Err() != nil {
 		return exitWith(ExitTimeout, fmt.Errorf("timeout after %s: %d of %d messages", opts.Timeout, read.n.Load(), ro.Count))
+	}
+	if ctx.Err() != nil && !heard.Load() {
+		// The first request (the topic's partitions) is what went unanswered.
+		return opts.neverAnswered(c, "topic", ro.Topic)
 	}
 	return nil
 }

@@ -66,10 +66,11 @@ func peekRun(opts *SubOptions) error {
 	if err != nil {
 		return err // before saying what it would do
 	}
-	c, err := opts.Client()
+	heard := &nodeHeard{}
+	c, err := opts.Client(heard)
 	if err != nil {
 		return err
 	}
 	opts.announce("watching %s on %s: takes nothing", opts.Topic, c.BaseURL())
-	return runReplay(opts.runEnv, c, r, ro, opts.Timeout, timeoutHint, findOptions{Match: opts.Match, Stats: opts.Stats})
+	return runReplay(opts.runEnv, c, r, ro, opts.Timeout, timeoutHint, findOptions{Match: opts.Match, Stats: opts.Stats, Heard: heard})
 }

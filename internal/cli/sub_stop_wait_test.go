@@ -24,7 +24,8 @@ func TestSubStopSaysItWaitsForTheConsumeOut(t *testing.T) {
 		code int
 		how  string
 	}{
-		{"timeout", []string{"--timeout", "100ms"}, 0, 0, "(Ctrl-C twice to abandon them)"},
+		// (Exit 1: the node never answered anything, a failure at --timeout.)
+		{"timeout", []string{"--timeout", "100ms"}, 0, ExitFailed, "(Ctrl-C twice to abandon them)"},
 		{"signal", nil, syscall.SIGINT, ExitInterrupted, "(Ctrl-C again to abandon them)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

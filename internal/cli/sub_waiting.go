@@ -137,6 +137,21 @@ func (a *nodeAnswered) OnAnswer(e client.AnswerEvent) {
 	}
 }
 
+// nodeHeard is a client hook that notes the node's first HTTP answer, whatever its
+// status (a 502 is the node, or its relay, speaking). A run that --timeout ends
+// before one came never reached a node that took the connection and said nothing:
+// a failure for a script to see (neverAnswered), not a run done.
+type nodeHeard struct{ atomic.Bool }
+
+func (h *nodeHeard) OnAnswer(client.AnswerEvent) { h.Store(true) }
+
+// neverAnswered is the exit of a run whose --timeout ended it before the node answered
+// any request: exit 1 with the line exec mode's first request (the topic's lease) fails
+// with in the same case, "op: no answer before --timeout ran out (waiting for URL)".
+func (e runEnv) neverAnswered(c *client.Client, op, topic string) error {
+	return e.apiFatal(c, fmt.Errorf("%s: %w", op, context.DeadlineExceeded), topic)
+}
+
 // waitsForCountAlone reports a consuming run bounded by --count alone, which
 // waitingNotice watches: a run without --count is a worker, for which waiting is the
 // job, and one with --timeout or --drain ends on its own.
