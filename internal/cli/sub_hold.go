@@ -148,6 +148,7 @@ type holdScreen struct {
 	// quitting key or a signal is over, or the screen is gone): a dead-letter produce
 	// then ends too, as the settlements do, so the quitting line's countdown holds.
 	givenUp chan struct{}
+	out     *screenOutput // nil when the screen is not on a file
 	final   tea.Model
 	err     error
 }
@@ -185,7 +186,9 @@ func openHoldScreen(c *client.Client, opts *SubOptions, lease time.Duration, lin
 	// The first signal stops the run as it stops plain sub (what is held goes back);
 	// the keys' own Ctrl-C is the model's. The second signal is the hard stop, which
 	// ends the program too.
-	s.p = tea.NewProgram(model, tea.WithInput(opts.IO.In), tea.WithOutput(iostreams.Unwrap(opts.IO.Out)),
+	out, screenOut := newScreenOutput(iostreams.Unwrap(opts.IO.Out))
+	s.out = screenOut
+	s.p = tea.NewProgram(model, tea.WithInput(opts.IO.In), tea.WithOutput(out),
 		tea.WithoutSignalHandler(), tea.WithColorProfile(profile), tea.WithContext(opts.Signals.Hard))
 	lines.start(s.p.Send, s.ended)
 	go func() {
@@ -205,6 +208,7 @@ func openHoldScreen(c *client.Client, opts *SubOptions, lease time.Duration, lin
 // close ends the program once the run is over (whatever is held goes back, the
 // screen closes), writes out what was said meanwhile, and the screen's summary.
 func (s *holdScreen) close(opts *SubOptions, lines *screenLines) error {
+	s.out.close()
 	s.p.Send(hold.Stop{})
 	<-s.ended
 	lines.flush(opts.IO.ErrOut)

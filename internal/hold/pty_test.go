@@ -800,3 +800,24 @@ func TestHoldModeQuitBoundsADeadLetterProduceByTheGrace(t *testing.T) {
 		t.Errorf("orders: acked %d, in flight %d", st.Acked(), st.InFlight())
 	}
 }
+
+// A screen that closes before its first frame (a --peek whose --until is past, with
+// nothing in range) sends no terminal query as it leaves: the query went out after the
+// screen was gone, and a terminal that answers it had the answer typed into the shell
+// (`^[[?2026;2$y`), with nobody left to read it.
+func TestHoldModeClosingAtOnceAsksTheTerminalNothing(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--peek", "--from-beginning",
+		"--until", "2001-01-01T00:00:00Z")
+	if code := s.exit(); code != 0 {
+		t.Errorf("exit %d, want 0; screen:\n%s", code, s.scr.text())
+	}
+	if raw := s.scr.rawBytes(); bytes.Contains(raw, []byte("$p")) {
+		t.Errorf("the terminal was asked a question as the screen closed: %q", raw)
+	}
+}
