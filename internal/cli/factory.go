@@ -301,6 +301,11 @@ func (f *Factory) clientWith(adjust func(*client.Config), extra ...client.Hook) 
 		f.noteCurlCredentials(conn)
 	}
 	hooks = append(hooks, extra...)
+	for _, h := range extra {
+		if c, ok := h.(requestCutter); ok {
+			slow.cut = c // the line says when the run's stop cuts the wait
+		}
+	}
 	name := "narad/" + versionString()
 	cfg := client.Config{
 		BaseURL:    conn.Server,

@@ -112,11 +112,21 @@ type slowNotice struct {
 	base  string
 	after time.Duration
 
+	// cut, when set, says when the run's stop cuts a request out before its own
+	// timeout would: the line then says that wait, not the attempt's timeout.
+	cut requestCutter
+
 	mu      sync.Mutex
 	shown   bool // the line is out, or the run is over: nothing more to time
 	closed  bool // the run is over: no episode after this one
 	pending map[client.Exchange][]sentAt
 	stop    chan struct{} // ends the ticker; nil until it runs
+}
+
+// requestCutter is a command's hook that knows when its stop cuts a request out
+// (consumesOut: a sub's consumes, wait+AnswerGrace after the stop).
+type requestCutter interface {
+	cutAt(e client.SentEvent) (at time.Time, ok bool)
 }
 
 // sentAt is a request out, and when its silence is due a line.
@@ -180,8 +190,16 @@ func (n *slowNotice) overdue(now time.Time) bool {
 	for _, ss := range n.pending {
 		if s := ss[0]; !now.Before(s.due) {
 			quiet := s.e.Wait + n.after
+			limit := s.e.Timeout
+			if n.cut != nil {
+				if at, ok := n.cut.cutAt(s.e); ok {
+					// s.due is when it was sent, plus quiet; in whole seconds, as
+					// the timeout is.
+					limit = min(limit, max(at.Sub(s.due.Add(-quiet)).Round(time.Second), time.Second))
+				}
+			}
 			n.out.println(render.Escape(fmt.Sprintf("narad: %s: no answer from %s after %s; waiting for it up to %s",
-				s.e.Op, n.base, roundDuration(quiet), roundDuration(s.e.Timeout))))
+				s.e.Op, n.base, roundDuration(quiet), roundDuration(limit))))
 			n.shown, n.pending, n.stop = true, nil, nil
 			return true
 		}

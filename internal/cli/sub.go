@@ -365,7 +365,10 @@ func consumeRun(opts *SubOptions, mode consumeMode) error {
 	co.Abandon = opts.Signals.GraceOr(co.Timeout, opts.ShutdownGrace, ran)
 	// At the stop a consume out is waited for (its answer may lease messages, given
 	// back once it comes): a node that does not answer holds the run up, and it says so.
-	stopNote := noteRequestsOut(opts.runEnv, opts.Signals.StopOr(co.Timeout, ran),
+	stopped := opts.Signals.StopOr(co.Timeout, ran)
+	co.AnswerGrace = consumer.DefaultAnswerGrace
+	consumes.stopAt(stopped, ran, co.AnswerGrace)
+	stopNote := noteRequestsOut(opts.runEnv, stopped,
 		func() bool { return consumes.overdue(stoppingNoticeAfter) },
 		func(l string) { _, _ = io.WriteString(opts.IO.ErrOut, l) })
 	if sup != nil {

@@ -210,8 +210,35 @@ func (s *answeredSource) Topic(ctx context.Context, name string) (*client.Topic,
 // the node may be leasing messages for them, and a node that does not answer holds it
 // up for a while, which the stop line then says (noteRequestsOut).
 type consumesOut struct {
-	mu  sync.Mutex
-	due map[client.Exchange][]time.Time
+	mu      sync.Mutex
+	due     map[client.Exchange][]time.Time
+	stopped time.Time // when the run stopped; zero before
+	grace   time.Duration
+}
+
+// stopAt notes the stop when stopped closes (until done), after which the loop cuts a
+// consume out grace past its wait (consumer.Options.AnswerGrace).
+func (c *consumesOut) stopAt(stopped, done <-chan struct{}, grace time.Duration) {
+	go func() {
+		select {
+		case <-stopped:
+			c.mu.Lock()
+			c.stopped, c.grace = time.Now(), grace
+			c.mu.Unlock()
+		case <-done:
+		}
+	}()
+}
+
+// cutAt is when a request sent as e is cut by the run's stop, for the no-answer line
+// (slowNotice): ok is false for one the stop does not cut, or before the stop.
+func (c *consumesOut) cutAt(e client.SentEvent) (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.Op != client.OpConsume || c.stopped.IsZero() {
+		return time.Time{}, false
+	}
+	return c.stopped.Add(e.Wait + c.grace), true
 }
 
 func (c *consumesOut) OnSent(e client.SentEvent) {

@@ -67,7 +67,8 @@ type Options struct {
 	// which then go back at once), so this is how long a stop can wait for it.
 	PollMax time.Duration
 	// AnswerGrace is how long past its wait a consume in flight at a stop is waited
-	// for before it is cut anyway (a node that does not answer); 0 means 2s.
+	// for before it is cut anyway (a node that does not answer); 0 means
+	// DefaultAnswerGrace.
 	AnswerGrace time.Duration
 	// Max is the most messages per request, 1..MaxBatch; 0 means MaxBatch.
 	Max int
@@ -271,6 +272,9 @@ func (r Result) Outcome() Outcome {
 	return OutcomeOK
 }
 
+// DefaultAnswerGrace is Options.AnswerGrace when not set.
+const DefaultAnswerGrace = 2 * time.Second
+
 func (o Options) withDefaults() (Options, error) {
 	if o.Topic == "" {
 		return o, errors.New("consumer: no topic")
@@ -294,7 +298,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.PollMax = time.Second
 	}
 	if o.AnswerGrace <= 0 {
-		o.AnswerGrace = 2 * time.Second
+		o.AnswerGrace = DefaultAnswerGrace
 	}
 	if o.LastTry <= 0 {
 		o.LastTry = 500 * time.Millisecond
