@@ -110,13 +110,13 @@ func (v *watchView) clampTop() {
 func (v *watchView) view() []string {
 	s := v.styles
 	lines := []string{s.Header.Render(v.fit("narad status")) + s.Dim.Render(v.fitAfter("narad status",
-		fmt.Sprintf(" · %s · every %s", v.server, v.interval)))}
+		fmt.Sprintf(" · %s · every %s", v.server, roundDuration(v.interval))))}
 
 	var state string
 	switch {
 	case !v.lostSince.IsZero():
 		state = s.Failure.Render(v.fit(fmt.Sprintf("node unreachable since %s: %s (trying every %s, last at %s)",
-			v.lostSince.Format("15:04:05"), render.Escape(describeErr(v.lostErr)), v.interval, v.lastTry.Format("15:04:05"))))
+			v.lostSince.Format("15:04:05"), render.Escape(describeErr(v.lostErr)), roundDuration(v.interval), v.lastTry.Format("15:04:05"))))
 	case v.last != nil && v.last.MetricsErr != nil:
 		state = s.Dim.Render(v.fit(fmt.Sprintf("refreshed %s · in flight, lag and consume rates not shown: %s",
 			v.last.At.Format("15:04:05"), render.Escape(metricsProblem(v.last.MetricsErr)))))

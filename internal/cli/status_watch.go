@@ -385,7 +385,7 @@ func printWatchSample(opts *StatusOptions, s watchSample) error {
 		return opts.writeJSON(opts.IO.Out, line)
 	}
 	out := opts.IO.Out
-	if _, err := fmt.Fprintf(out, "at %s (every %s)\n", s.At.Format("15:04:05"), opts.Interval); err != nil {
+	if _, err := fmt.Fprintf(out, "at %s (every %s)\n", s.At.Format("15:04:05"), roundDuration(opts.Interval)); err != nil {
 		return err
 	}
 	if s.Err != nil {

@@ -618,3 +618,13 @@ func TestWatchViewLongTopicNameKeepsTheNumbers(t *testing.T) {
 		t.Errorf("at 140 columns the name is cut: %q", got)
 	}
 }
+
+// The screen's title says the interval as the rest of narad writes durations: "every
+// 1h", not Go's "every 1h0m0s".
+func TestWatchViewSaysTheIntervalShort(t *testing.T) {
+	v := newWatchView("http://127.0.0.1:7942", time.Hour, plainStyles(), 80, 24)
+	v.update(viewSample(time.Date(2026, 12, 1, 10, 11, 12, 0, time.UTC), 1))
+	if title := v.view()[0]; !strings.HasSuffix(title, " · every 1h") {
+		t.Errorf("title %q, want it to end \" · every 1h\"", title)
+	}
+}
