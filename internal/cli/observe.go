@@ -221,12 +221,18 @@ func (n *slowNotice) OnTransportError(e client.TransportErrorEvent) { n.done(e.E
 func (n *slowNotice) done(x client.Exchange) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	switch ss := n.pending[x]; len(ss) {
+	dropFirst(n.pending, x)
+}
+
+// dropFirst removes the oldest entry of k's queue in m, and k itself once its queue
+// is empty: an exchange's attempts end in the order they were sent.
+func dropFirst[K comparable, V any](m map[K][]V, k K) {
+	switch vs := m[k]; len(vs) {
 	case 0:
 	case 1:
-		delete(n.pending, x)
+		delete(m, k)
 	default:
-		n.pending[x] = ss[1:]
+		m[k] = vs[1:]
 	}
 }
 

@@ -260,13 +260,7 @@ func (c *consumesOut) OnTransportError(e client.TransportErrorEvent) { c.done(e.
 func (c *consumesOut) done(x client.Exchange) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch ds := c.due[x]; len(ds) {
-	case 0:
-	case 1:
-		delete(c.due, x)
-	default:
-		c.due[x] = ds[1:]
-	}
+	dropFirst(c.due, x)
 }
 
 // overdue reports whether a consume out was due its answer more than d ago.
