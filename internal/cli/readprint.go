@@ -29,17 +29,8 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	// the run as a closed stdout would: exit 0.
 	readerGone, stopWatch := consumer.WatchReader(iostreams.Unwrap(e.IO.Out))
 	defer stopWatch()
-	rctx, cancelRead := context.WithCancel(sctx)
+	rctx, cancelRead := chans.Context(sctx, readerGone)
 	defer cancelRead()
-	if readerGone != nil {
-		go func() {
-			select {
-			case <-readerGone:
-				cancelRead()
-			case <-rctx.Done():
-			}
-		}()
-	}
 	ctx := rctx
 	if timeout > 0 {
 		var cancelT context.CancelFunc

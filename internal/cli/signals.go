@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/narad/narad/internal/chans"
 )
 
 // Signals turns SIGINT/SIGTERM into two stages: the first closes Soft (stop taking
@@ -264,13 +266,5 @@ func afterOr(start <-chan struct{}, d time.Duration, early, done <-chan struct{}
 
 // softContext is cancelled at the first signal.
 func (s *Signals) softContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(s.Hard)
-	go func() {
-		select {
-		case <-s.Soft:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return chans.Context(s.Hard, s.Soft)
 }

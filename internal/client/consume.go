@@ -199,15 +199,8 @@ func (c *Client) sleepUnless(ctx context.Context, stop <-chan struct{}, d time.D
 	if stop == nil {
 		return c.retry.Sleep(ctx, d)
 	}
-	sctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := chans.Context(ctx, stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-sctx.Done():
-		}
-	}()
 	err := c.retry.Sleep(sctx, d)
 	if err != nil && ctx.Err() == nil && chans.Closed(stop) {
 		return ErrStopped

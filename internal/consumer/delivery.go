@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 )
 
@@ -233,16 +234,7 @@ type settler struct {
 
 // newSettler returns the run's settler and the function that releases it.
 func newSettler(ctx context.Context, src Source, o Options, c *counters) (*settler, context.CancelFunc) {
-	abandon, cancel := context.WithCancel(ctx)
-	if o.Abandon != nil {
-		go func() {
-			select {
-			case <-o.Abandon:
-				cancel()
-			case <-abandon.Done():
-			}
-		}()
-	}
+	abandon, cancel := chans.Context(ctx, o.Abandon)
 	return &settler{
 		src: src, topic: o.Topic, noAck: o.NoAck, c: c,
 		// Settlements must outlive the soft stop: a give-back after SIGINT is the whole

@@ -245,19 +245,9 @@ func (p *Producer) Run(ctx context.Context) Result {
 	}
 	p.waitCtx, p.cancelWait = context.WithCancel(ctx)
 	defer p.cancelWait()
-	p.rateCtx = p.waitCtx
-	if p.opts.Stop != nil {
-		var cancelRate context.CancelFunc
-		p.rateCtx, cancelRate = context.WithCancel(p.waitCtx)
-		defer cancelRate()
-		go func() {
-			select {
-			case <-p.opts.Stop:
-				cancelRate()
-			case <-done:
-			}
-		}()
-	}
+	var cancelRate context.CancelFunc
+	p.rateCtx, cancelRate = chans.Context(p.waitCtx, p.opts.Stop)
+	defer cancelRate()
 	jobs := make(chan []*item)
 	var wg sync.WaitGroup
 	for range p.opts.Concurrency {
