@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/narad/narad/internal/chans"
 	"github.com/narad/narad/internal/client"
 	"github.com/narad/narad/internal/iostreams"
 )
@@ -53,6 +54,8 @@ type Printer struct {
 	// reading) so a signal still gives the batch back instead of hanging on it.
 	stop <-chan struct{}
 
+	// cr is r when it is a ContextRenderer (asked once, not once a message).
+	cr ContextRenderer
 	// renderCtx ends a ContextRenderer's rendering at the run's early stop (made at the
 	// first Handle; endRender ends its watch); onCut hears of a message it cut.
 	renderCtx context.Context
@@ -78,6 +81,7 @@ func (p *Printer) stopOn(ch <-chan struct{}) { p.stop = ch }
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
 	p := &Printer{w: w, r: r, inline: iostreams.NeverBlocks(w),
 		acks: NewAcker(AckerOptions{InFlight: printAcksInFlight, Queued: printAcksQueued})}
+	p.cr, _ = r.(ContextRenderer)
 	if probe := pipeOf(w); probe != nil {
 		p.pipe = newPipeState(probe, w, p.acks.Ack)
 	}
@@ -100,21 +104,12 @@ func (p *Printer) OnRenderCut(f func(m *client.Message)) { p.onCut = f }
 // render appends m's record to buf; a ContextRenderer's rendering ends at the run's
 // early stop or ctx's end (the hard stop).
 func (p *Printer) render(ctx context.Context, buf []byte, m *client.Message) ([]byte, error) {
-	cr, ok := p.r.(ContextRenderer)
-	if !ok {
+	cr := p.cr
+	if cr == nil {
 		return p.r.Append(buf, m)
 	}
 	if p.renderCtx == nil {
-		p.renderCtx, p.endRender = context.WithCancel(ctx)
-		if stop := p.stop; stop != nil {
-			go func(c context.Context, end context.CancelFunc) {
-				select {
-				case <-stop:
-					end()
-				case <-c.Done():
-				}
-			}(p.renderCtx, p.endRender)
-		}
+		p.renderCtx, p.endRender = chans.Context(ctx, p.stop)
 	}
 	return cr.AppendContext(p.renderCtx, buf, m)
 }
