@@ -66,8 +66,8 @@ func setBlankNote(fs *pflag.FlagSet, name, mode, what, hint string) {
 // value it does not take, nil when there is none.
 func refuseBlankFlags(cmd *cobra.Command) error {
 	var refused error
-	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-		if refused != nil || !fl.Changed {
+	cmd.Flags().Visit(func(fl *pflag.Flag) { // the flags given only
+		if refused != nil {
 			return
 		}
 		values, ok := textValues(fl)
