@@ -22,8 +22,9 @@ type screenOutput struct {
 	closing atomic.Bool
 }
 
-// capabilityQueries are what bubbletea asks the terminal (see screenOutput).
-var capabilityQueries = [][]byte{[]byte(ansi.RequestModeSynchronizedOutput), []byte(ansi.RequestModeUnicodeCore)}
+// capabilityQueries are what bubbletea asks the terminal (see screenOutput): strings,
+// so that no command pays for them at start-up.
+var capabilityQueries = [...]string{ansi.RequestModeSynchronizedOutput, ansi.RequestModeUnicodeCore}
 
 // newScreenOutput wraps w when it is a file (a terminal); anything else it returns as
 // it is, with nothing to drop.
@@ -49,7 +50,7 @@ func (s *screenOutput) Write(p []byte) (int, error) {
 	}
 	q := p
 	for _, query := range capabilityQueries {
-		q = bytes.ReplaceAll(q, query, nil)
+		q = bytes.ReplaceAll(q, []byte(query), nil)
 	}
 	if _, err := s.File.Write(q); err != nil {
 		return 0, err
