@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,7 @@ func (o *outputFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.format, "output", "o", "text", "output format: text, json or raw")
 	fl.StringVar(&o.template, "template", "", "Go template per message, e.g. '{{.Partition}} {{.Key}} {{.Payload}}'; '{{.Payload.order_id}}' reads a field of a JSON payload")
-	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload ('' for none)")
+	fl.StringVar(&o.delimiter, "delimiter", "\n", "with -o raw: written after each payload, escapes \\n \\t \\r \\0 \\xHH read as in C ('' for none)")
 	fl.BoolVar(&o.utc, "utc", false, "show times in UTC instead of local time (and read a --since or --until without a zone as UTC)")
 	fl.BoolVar(&o.unsafeRaw, "unsafe-raw", false, "with -o raw to a terminal: write control characters as they are (default there: escaped as in text output)")
 	blankOwnChecked(fl, "output")
@@ -83,7 +84,59 @@ func (o *outputFlags) resolve(changed func(string) bool) (MessageOutput, error) 
 	if o.unsafeRaw && format != render.Raw {
 		return MessageOutput{}, usageErrorf("--unsafe-raw needs -o raw")
 	}
-	return MessageOutput{Format: format, Template: o.template, Delimiter: []byte(o.delimiter), UTC: o.utc, UnsafeRaw: o.unsafeRaw}, nil
+	delim, err := unescapeDelimiter(o.delimiter)
+	if err != nil {
+		return MessageOutput{}, err
+	}
+	return MessageOutput{Format: format, Template: o.template, Delimiter: delim, UTC: o.utc, UnsafeRaw: o.unsafeRaw}, nil
+}
+
+// unescapeDelimiter reads a --delimiter as typed. The help shows the default as "\n",
+// and kcat's -D reads escapes, so '\n', '\t', '\r', '\0' (for xargs -0), '\xHH' and
+// '\\' are the bytes they name: taken as typed, '\0' would write a backslash and a zero
+// after each payload. Any other backslash is a mistake, not a literal. An empty --delimiter is no
+// delimiter: empty, not nil (nil is the renderer's default, a newline).
+func unescapeDelimiter(s string) ([]byte, error) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			continue
+		}
+		if i+1 == len(s) {
+			return nil, badDelimiter(s)
+		}
+		i++
+		switch s[i] {
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case '0':
+			out = append(out, 0)
+		case '\\':
+			out = append(out, '\\')
+		case 'x':
+			if i+2 >= len(s) {
+				return nil, badDelimiter(s)
+			}
+			b, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			if err != nil {
+				return nil, badDelimiter(s)
+			}
+			out = append(out, byte(b))
+			i += 2
+		default:
+			return nil, badDelimiter(s)
+		}
+	}
+	return out, nil
+}
+
+func badDelimiter(s string) error {
+	return usageErrorf(`invalid --delimiter '%s' (escapes: \n, \t, \r, \0, \xHH, and \\ for a backslash)`, render.Escape(s))
 }
 
 // renderer builds the renderer for o on e's stdout, through --jq when one was given
