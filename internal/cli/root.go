@@ -334,10 +334,29 @@ func strictHelp(root *cobra.Command) {
 func exactArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
+			if err := statsWordHint(cmd, args); err != nil {
+				return err
+			}
 			return usageErrorf("%s takes %s (see %s --help)", commandName(cmd), names, cmd.CommandPath())
 		}
 		return nil
 	}
+}
+
+// statsWordHint is the usage error for `--stats json`, given when the arguments do not
+// add up: --stats alone means text, so its format goes after "=" and the word after it
+// was read as an argument (a second topic). Nil when no such word is there.
+func statsWordHint(cmd *cobra.Command, args []string) error {
+	f := cmd.Flags().Lookup("stats")
+	if f == nil || !f.Changed || f.Value.String() != f.NoOptDefVal {
+		return nil
+	}
+	for _, a := range args {
+		if a == "text" || a == "json" {
+			return usageErrorf("--stats %s: the word after --stats is an argument, not its format (write --stats=%s)", a, a)
+		}
+	}
+	return nil
 }
 
 // commandName is cmd's path without the leading "narad", which every error line

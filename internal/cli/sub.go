@@ -175,6 +175,9 @@ func addSubFlags(cmd *cobra.Command, opts *SubOptions, typed *subFlags) {
 func (opts *SubOptions) resolve(cmd *cobra.Command, args []string, typed *subFlags, now func() time.Time) error {
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 		if dash != 1 {
+			if err := statsWordHint(cmd, args[:dash]); err != nil {
+				return err
+			}
 			return usageErrorf("sub takes one topic before -- COMMAND")
 		}
 		opts.Command = args[1:]
@@ -182,6 +185,9 @@ func (opts *SubOptions) resolve(cmd *cobra.Command, args []string, typed *subFla
 			return usageErrorf("no command after --")
 		}
 	} else if len(args) != 1 {
+		if err := statsWordHint(cmd, args); err != nil {
+			return err
+		}
 		return usageErrorf("sub takes one topic (put a command after --)")
 	}
 	opts.Topic = args[0]
