@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"unicode"
@@ -202,6 +203,10 @@ func clusterDecommissionRun(opts *ClusterDecommissionOptions) error {
 			// Sent once like the change, but asking changes nothing: there is no
 			// change to look for before asking again.
 			return exitWith(ExitFailed, fmt.Errorf("%s (a dry run changes nothing; try again later)", describeErr(err)))
+		}
+		if client.StatusOf(err) == http.StatusNotFound && !client.IsRouteMissing(err) {
+			// The node's own 404 (JSON) is about the ID typed; a route it lacks is not.
+			return exitWith(ExitFailed, fmt.Errorf("%s (no member %s; see narad cluster members for the IDs)", describeErr(err), id))
 		}
 		return opts.adminFatal(c, err, "", "see narad cluster members")
 	}
