@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -226,7 +227,7 @@ func statusRun(opts *StatusOptions) error {
 	for _, r := range rows {
 		if r.Error != "" {
 			failed++
-			fmt.Fprintf(opts.IO.ErrOut, "narad: %s: %s\n", render.Escape(r.Name), render.Escape(r.Error))
+			fmt.Fprintf(opts.IO.ErrOut, "narad: %s\n", render.Escape(opts.rowProblem(c, r)))
 		}
 		table = append(table, statusCells(r))
 	}
@@ -237,6 +238,21 @@ func statusRun(opts *StatusOptions) error {
 		return exitWith(ExitFailed, nil)
 	}
 	return nil
+}
+
+// rowProblem is the line for a topic that could not be read, with the hint the same
+// failure gets as a command's fatal line (a topic not there: where to see the names),
+// as status --watch says it.
+func (opts *StatusOptions) rowProblem(c *client.Client, r TopicStatus) string {
+	line := r.Name + ": " + r.Error
+	if r.err == nil {
+		return line
+	}
+	var ee *exitError
+	if errors.As(opts.apiFatal(c, fmt.Errorf("%s: %w", r.Name, r.err), r.Name), &ee) && ee.err != nil {
+		return ee.err.Error()
+	}
+	return line
 }
 
 // credentialsRefused is the first 401 a look met, a topic's or the metrics': the
