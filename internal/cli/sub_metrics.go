@@ -30,7 +30,7 @@ func startMetrics(opts *SubOptions) (*subMetrics, error) {
 	}
 	addr, err := metrics.ParseAddr(opts.MetricsAddr)
 	if err != nil {
-		return nil, usageErrorf("invalid --metrics-addr %q: %v", render.Escape(opts.MetricsAddr), err)
+		return nil, usageErrorf("invalid --metrics-addr %q: %v", opts.MetricsAddr, err)
 	}
 	if addr.Public {
 		fmt.Fprintf(opts.IO.ErrOut, "narad: warning: --metrics-addr %s may be reachable from other machines, and the metrics name topics (127.0.0.1:PORT keeps them on this one)\n",
