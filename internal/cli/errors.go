@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -180,12 +181,36 @@ func transportHint(base string, err error) string {
 		// A file's error (stdout on a full disk: its errno passes for a net.Error):
 		// the node has nothing to do with it.
 		return ""
+	case certificateHint(err) != "":
+		// The node was reached: its certificate is what to look at, not the address.
+		return certificateHint(err)
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
 		if base == config.DefaultServer && errors.Is(err, syscall.ECONNREFUSED) {
 			// Most likely a first run with no broker yet: say how to get one.
 			return fmt.Sprintf("no broker at %s; start one with narad dev, or pass --server", base)
 		}
 		return fmt.Sprintf("cannot reach %s; check --server or the context", base)
+	}
+	return ""
+}
+
+// certificateHint is what to do about a node certificate that failed verification,
+// "" for any other error. --insecure is not offered: --ca-cert keeps the check.
+func certificateHint(err error) string {
+	var (
+		uerr x509.UnknownAuthorityError
+		herr x509.HostnameError
+		cerr x509.CertificateInvalidError
+	)
+	switch {
+	case errors.As(err, &uerr):
+		return "the node's certificate is signed by an authority this machine does not trust; pass --ca-cert FILE with that authority's certificate"
+	case errors.As(err, &herr):
+		return fmt.Sprintf("the node's certificate is not for %s; give --server a name it is for", render.Escape(herr.Host))
+	case errors.As(err, &cerr) && cerr.Reason == x509.Expired:
+		return "the node's certificate has expired or is not valid yet; the node needs a valid one"
+	case errors.As(err, &cerr):
+		return "the node's certificate chain is not valid; the node needs a valid one"
 	}
 	return ""
 }
