@@ -285,34 +285,45 @@ func ValidateServer(s string) error {
 	return nil
 }
 
-// RedactURL hides any userinfo in a URL before it is shown, also in one that does
-// not parse (what a user mistyped may still hold a password) and in one without a
-// scheme ("u:p@host:port" means http://u:p@host:port, but url.Parse reads it as
-// scheme "u" and leaves the rest whole).
+// RedactURL is a server address as it may be shown: everything between its scheme
+// (with the slashes after it) and its last '@' written as "xxxxx", since that is where
+// a user and password were typed: "http://u:PW@h:1" reads "http://xxxxx@h:1". It
+// works on the text, not on what url.Parse makes of it: an address that does not
+// parse may still hold a password, and one a slash short ("http:/u:PW@h", which -s
+// normalizes to "http://http:/u:PW@h") or without a scheme ("u:PW@h:1") parses, when
+// it does, with the password in its path or its scheme, where no parser's redaction
+// looks. Every scheme-like start is kept ("http://http:/"), so the line still shows
+// the typo. An address without '@' is returned as it is.
 func RedactURL(s string) string {
-	if !strings.Contains(s, "://") {
-		if at := strings.LastIndex(s, "@"); at >= 0 {
-			return "xxxxx" + s[at:]
-		}
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
 		return s
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		if at := strings.LastIndex(s, "@"); at >= 0 {
-			start := 0
-			if i := strings.Index(s, "://"); i >= 0 && i < at {
-				start = i + 3
-			}
-			return s[:start] + "xxxxx" + s[at:]
-		}
-		return s
+	start := 0
+	for n := schemePrefix(s[:at]); n > 0; n = schemePrefix(s[start:at]) {
+		start += n
 	}
-	if u.User == nil {
-		return s
-	}
-	u.User = url.User("xxxxx")
-	return u.String()
+	return s[:start] + "xxxxx" + s[at:]
 }
+
+// schemePrefix is the length of a scheme with its ':' and the '/'s after it (at
+// least one) at the start of s ("http://", "https:/"); 0 when s starts with none.
+func schemePrefix(s string) int {
+	i := 0
+	for i < len(s) && (isASCIILetter(s[i]) || i > 0 && (s[i] >= '0' && s[i] <= '9' || strings.IndexByte("+.-", s[i]) >= 0)) {
+		i++
+	}
+	if i == 0 || i+1 >= len(s) || s[i] != ':' || s[i+1] != '/' {
+		return 0
+	}
+	i++
+	for i < len(s) && s[i] == '/' {
+		i++
+	}
+	return i
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // SameOrigin reports whether two server URLs name the same scheme, host and port,
 // so that saved credentials are sent to the server they were saved for and no other.

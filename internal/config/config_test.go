@@ -420,6 +420,13 @@ func TestRedactURL(t *testing.T) {
 		"http://h:1":              "http://h:1",
 		"h:1":                     "h:1",
 		"http://127.0.0.1:7942/x": "http://127.0.0.1:7942/x",
+		// A slash short (or one too many): what reads as the user and password is in
+		// the path or the host, where url.Parse finds no userinfo to hide.
+		"http://http:/u:PW@h:1": "http://http:/xxxxx@h:1", // -s http:/u:PW@h:1, normalized
+		"http:/u:PW@h:1":        "http:/xxxxx@h:1",
+		"http:////u:PW@h:1":     "http:////xxxxx@h:1",
+		"http://u:P/W@h:1":      "http://xxxxx@h:1", // a '/' in the password
+		"http://u:PW@h:1/v:Q@x": "http://xxxxx@x",   // an '@' later on: hidden up to it
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
