@@ -274,7 +274,10 @@ func ValidateServer(s string) error {
 			return fmt.Errorf("invalid server %q (a port is 1 to 65535)", RedactURL(s))
 		}
 	}
-	if u.User != nil {
+	// An '@' past the host is the same mistake a colon or slash short ("http//u:pw@h"
+	// is host "http", path "//u:pw@h"), which would send the password in every
+	// request's path.
+	if u.User != nil || strings.Contains(s, "@") {
 		return fmt.Errorf("invalid server %q (put credentials in --user and --password, not the URL)", RedactURL(s))
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {

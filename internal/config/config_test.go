@@ -321,7 +321,10 @@ func TestValidateServer(t *testing.T) {
 		}
 	}
 	// A URL with credentials never comes back with them, parsed or not.
-	for _, s := range []string{"http://u:SECRET@h:1", "http://u:SECRET@h:1/%zz", "http://u:SE CRET@h:1", "http://u:SECRET@[::1"} {
+	// A colon or slash short, "u:SECRET@" lands in the path, where a request would
+	// carry it (to a host named "http"): refused as well, and not shown.
+	for _, s := range []string{"http://u:SECRET@h:1", "http://u:SECRET@h:1/%zz", "http://u:SE CRET@h:1", "http://u:SECRET@[::1",
+		"http://http//u:SECRET@h:1", "http://127.0.0.1:1//u:SECRET@h", "http://http:/u:SECRET@h:1", "https://h/u:SECRET@x"} {
 		err := ValidateServer(s)
 		if err == nil {
 			t.Errorf("ValidateServer(%q) = nil, want an error", s)
