@@ -230,6 +230,29 @@ func TestCompleteContextDescriptionsAreEscaped(t *testing.T) {
 	}
 }
 
+// A server completed is typed into the shell's line and shown in its menu: a
+// hand-edited context's server with a C1 control or a bidi or zero-width character in
+// it is not offered (it would reach the terminal raw), nor taken by a command.
+func TestCompleteServersOfferNoInvisibleCharacters(t *testing.T) {
+	e := newCompleteEnv(t, "")
+	// In the path: a command run before the fix dialled 127.0.0.1, nothing else.
+	cfg := "contexts:\n  a:\n    server: \"http://127.0.0.1:1/\\u009bx\"\n  b:\n    server: \"http://127.0.0.1:1/\\u202ep\"\n" +
+		"  c:\n    server: \"http://127.0.0.1:1/\\u200b\"\n  d:\n    server: http://127.0.0.1:4\n"
+	if err := os.WriteFile(e.env["NARAD_CONFIG"], []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.complete("-s", "")
+	if want := []string{"http://127.0.0.1:4", "http://127.0.0.1:7942"}; !slices.Equal(got, want) {
+		t.Errorf("-s TAB: %q, want %q", got, want)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		r := e.run("--context", name, "topic", "ls")
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "narad: invalid server ") || strings.ContainsAny(r.stderr, "\u009b\u202e\u200b") {
+			t.Errorf("context %s: exit %d, stderr %q; want 2, invalid server, escaped", name, r.code, r.stderr)
+		}
+	}
+}
+
 // A node that is down, hangs, or sends names no topic can have completes nothing
 // and says nothing; the hang is cut off by the completion timeout.
 func TestCompleteTopicsSilentOnFailure(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/narad/narad/internal/textenc"
 )
 
 // DefaultServer is the node used when nothing else names one.
@@ -265,6 +267,12 @@ func ValidateUser(u string) error {
 
 // ValidateServer checks that s is an http(s) URL with a host.
 func ValidateServer(s string) error {
+	if textenc.NeedsEscape(s) {
+		// A C1 control, a bidi or zero-width character: never part of an address
+		// anyone typed (url.Parse refuses only the ASCII controls), and offered by
+		// completion it would reach the terminal raw.
+		return fmt.Errorf("invalid server %q (it holds a control or invisible character)", RedactURL(s))
+	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || strings.HasSuffix(u.Host, ":") {
 		return fmt.Errorf("invalid server %q (want http://HOST:PORT or https://HOST)", RedactURL(s))

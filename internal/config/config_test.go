@@ -315,7 +315,8 @@ func TestValidateServer(t *testing.T) {
 	// A port that cannot be dialled is bad input, refused before any request; so is a
 	// query or fragment, which the client refuses (context add saved one, and every
 	// command after it failed).
-	for _, s := range []string{"http://h:99999", "http://h:0", "http://h:65536", "http://h:1/?a=b", "http://h:1#x", "http://h:1?"} {
+	for _, s := range []string{"http://h:99999", "http://h:0", "http://h:65536", "http://h:1/?a=b", "http://h:1#x", "http://h:1?",
+		"http://h:1/\u009b", "http://h\u202e:1", "http://h:1/\u200b", "http://h:1/\xff"} {
 		if err := ValidateServer(s); err == nil {
 			t.Errorf("ValidateServer(%q) = nil, want an error", s)
 		}
