@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -241,13 +242,34 @@ func ValidateContextName(name string) error {
 	return nil
 }
 
+// DefaultPort is the port a node listens on (and narad dev): the port of an address
+// typed as a bare host.
+const DefaultPort = "7942"
+
 // NormalizeServer is s with http:// in front when it names no scheme: `-s host:port`
-// means http://host:port (CLI.md), which url.Parse would read as scheme "host".
+// means http://host:port (CLI.md), which url.Parse would read as scheme "host". A bare
+// host (no scheme, no port, no path) also gets the node's port, as `nats -s host` and
+// `kcat -b host` do: `-s 10.0.0.5` is http://10.0.0.5:7942, not port 80, where no
+// node listens. With a scheme the URL is taken as written (http://host is port 80).
 func NormalizeServer(s string) string {
 	if s == "" || strings.Contains(s, "://") {
 		return s
 	}
+	if bareHost(s) {
+		return "http://" + net.JoinHostPort(strings.Trim(s, "[]"), DefaultPort)
+	}
 	return "http://" + s
+}
+
+// bareHost says s is a host name or address alone: no port, path, query or userinfo.
+func bareHost(s string) bool {
+	if strings.ContainsAny(s, "/?#@ ") {
+		return false
+	}
+	if strings.HasPrefix(s, "[") { // [::1], or [::1]:7942
+		return strings.HasSuffix(s, "]")
+	}
+	return !strings.Contains(s, ":")
 }
 
 // ValidateUser checks a Basic auth user name. The user ends at the first colon

@@ -378,7 +378,12 @@ func TestNormalizeServer(t *testing.T) {
 	for in, want := range map[string]string{
 		"localhost:7942":        "http://localhost:7942",
 		"127.0.0.1:7942":        "http://127.0.0.1:7942",
-		"narad.example.com":     "http://narad.example.com",
+		"narad.example.com":     "http://narad.example.com:7942",
+		"10.0.0.5":              "http://10.0.0.5:7942",
+		"[::1]":                 "http://[::1]:7942",
+		"[::1]:7000":            "http://[::1]:7000",
+		"proxy.example/narad":   "http://proxy.example/narad",
+		"http://narad.example":  "http://narad.example",
 		"https://narad.example": "https://narad.example",
 		"http://127.0.0.1:1":    "http://127.0.0.1:1",
 		"":                      "",
