@@ -45,6 +45,12 @@ type Options struct {
 	Stop <-chan struct{}
 	// OnFailure is told of each message the node refused (calls never overlap).
 	OnFailure func(producer.Failure)
+	// OnNodeLost is told, once per outage however many consume loops see it, that the
+	// node stopped answering during the consume phase (the phase waits for it, as a
+	// sub does, until it is back or a stop); OnNodeBack that it answers again. Either
+	// may be nil.
+	OnNodeLost func(err error)
+	OnNodeBack func()
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Seed makes the payloads (0: random).
@@ -237,14 +243,16 @@ func (b *Bench) consume(ctx context.Context, produced int64) (ConsumeReport, err
 		mu    sync.Mutex
 		stats consumer.Stats
 		fatal error
+		node  = &nodeWatch{lost: o.OnNodeLost, back: o.OnNodeBack}
 	)
 	for range o.Concurrency {
 		wg.Go(func() {
-			// The soft stop goes to the handler, not to Run: Run would cancel the
-			// consumes in flight, and the messages the node leased to an answer never
-			// read would stay leased for a visibility timeout. A consume that does not
-			// wait is answered at once, so the handler gives its messages back instead.
-			res, err := consumer.Run(ctx, b.c, h, consumer.Options{Topic: o.Topic, Drain: true})
+			// The soft stop goes to Run as well as to the handler: Run lets the
+			// consumes in flight finish (they do not wait, so they are answered at
+			// once) and ends a wait for a lost node, which a handler that is handed
+			// nothing never sees; the handler gives back what it is handed after it.
+			res, err := consumer.Run(ctx, b.c, h, consumer.Options{Topic: o.Topic, Drain: true, Stop: o.Stop,
+				OnNodeLost: node.onLost, OnNodeBack: node.onBack})
 			mu.Lock()
 			defer mu.Unlock()
 			stats = addStats(stats, res.Stats)
@@ -263,6 +271,31 @@ func (b *Bench) consume(ctx context.Context, produced int64) (ConsumeReport, err
 	}
 	cr.Batch = !b.rec.learned(client.FallbackConsumeSingle) && !b.rec.learned(client.FallbackSettleSingles)
 	return cr, fatal
+}
+
+// nodeWatch passes on the consume loops' news of the node once per outage: lost when
+// the first loop loses it, back when every loop that lost it has an answer again.
+type nodeWatch struct {
+	mu   sync.Mutex
+	down int // loops that lost the node and have had no answer since
+	lost func(error)
+	back func()
+}
+
+func (w *nodeWatch) onLost(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.down++; w.down == 1 && w.lost != nil {
+		w.lost(err)
+	}
+}
+
+func (w *nodeWatch) onBack() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.down--; w.down == 0 && w.back != nil {
+		w.back()
+	}
 }
 
 func addStats(a, b consumer.Stats) consumer.Stats {

@@ -2,8 +2,10 @@ package bench_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,5 +196,79 @@ func TestRunFatal(t *testing.T) {
 	_, err := bench.New(c, rec, bench.Options{Topic: "nope", Count: 10, Size: 5, Consume: true}).Run(context.Background())
 	if client.StatusOf(err) != http.StatusNotFound {
 		t.Errorf("err %v, want a 404", err)
+	}
+}
+
+// loser is a Client whose consumes go to a node that is gone (connection refused) once
+// the consume phase has taken something; the acks still go through.
+type loser struct {
+	*client.Client
+	dead *client.Client
+	gone atomic.Bool
+}
+
+func (l *loser) Consume(ctx context.Context, topic string, o client.ConsumeOptions) (*client.ConsumeResult, error) {
+	if l.gone.Load() {
+		return l.dead.Consume(ctx, topic, o)
+	}
+	res, err := l.Client.Consume(ctx, topic, o)
+	if err == nil && len(res.Messages) > 0 {
+		l.gone.Store(true)
+	}
+	return res, err
+}
+
+// deadClient is a client of a loopback port nothing listens on.
+func deadClient(t *testing.T) *client.Client {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := client.New(client.Config{BaseURL: "http://" + addr,
+		Retry: client.RetryPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A node lost during the consume phase is said once, however many loops wait for it,
+// and the soft stop ends the wait: bench waited silently, past the first Ctrl-C, until
+// the second.
+func TestRunStopWhileTheNodeIsLost(t *testing.T) {
+	b, c, rec := setup(t)
+	stop := make(chan struct{})
+	lost := make(chan error, 16)
+	done := make(chan error, 1)
+	go func() {
+		_, err := bench.New(&loser{Client: c, dead: deadClient(t)}, rec, bench.Options{Topic: "t", Count: 1000, Size: 5,
+			Concurrency: 4, Consume: true, Stop: stop, OnNodeLost: func(err error) { lost <- err }}).Run(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-lost:
+		if !client.IsUnreachable(err) {
+			t.Errorf("lost with %v, want the node unreachable", err)
+		}
+	case err := <-done:
+		t.Fatalf("the run ended (%v) without saying the node was lost", err)
+	}
+	close(stop)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v, want a stopped run", err)
+		}
+	case <-time.After(20 * time.Second): // bounds a hang only
+		t.Fatal("the run did not end at the stop while it waited for the node")
+	}
+	if n := len(lost); n != 0 {
+		t.Errorf("the node was said lost %d more times, want once", n)
+	}
+	if _, f, _ := stats(t, b); f != 0 {
+		t.Errorf("%d messages left in flight, want none", f)
 	}
 }

@@ -178,6 +178,8 @@ func benchRun(opts *BenchOptions) error {
 		Topic: opts.Topic, Count: opts.Count, Size: opts.Size, Keys: opts.Keys, Payload: opts.Payload,
 		Concurrency: opts.Concurrency, Consume: opts.Consume,
 		Stop: opts.Signals.Soft, OnFailure: st.report, Now: opts.Now,
+		OnNodeLost: func(err error) { st.progress.println(nodeLostLine(c, err)) },
+		OnNodeBack: func() { st.progress.println(nodeBackLine) },
 	})
 	stopProgress := func() {}
 	if opts.IO.IsStderrTTY() {

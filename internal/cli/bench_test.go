@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -399,5 +400,76 @@ func TestBenchFirstInterruptSaysWhatItWaitsFor(t *testing.T) {
 	const note = "narad: stopping: waiting for the requests already out to be answered (Ctrl-C again to abandon them)\n"
 	if got := errOut.String(); strings.Count(got, note) != 1 {
 		t.Errorf("stderr %q\nwant %q once", got, note)
+	}
+}
+
+// A node that goes away during the consume phase: bench says so once (as sub does) and
+// waits for it, and the first Ctrl-C ends the wait with what was measured (exit 130).
+// It waited in silence, and only a second Ctrl-C ended it.
+func TestBenchNodeLostDuringConsume(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After the first ack, the next consume is answered 503 on a connection that then
+	// closes, and nothing listens any more: the retries find the node gone.
+	var acked atomic.Bool
+	var once sync.Once
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/ack"):
+			defer acked.Store(true)
+		case strings.HasSuffix(r.URL.Path, "/consume") && acked.Load():
+			once.Do(func() { ln.Close() })
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		b.Handler().ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	for _, k := range []string{"NARAD_ADDR", "NARAD_USER", "NARAD_PASS", "NARAD_CONTEXT", "NARAD_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	ios, _, out, _ := iostreams.Test()
+	errOut := &lockedWriter{w: &strings.Builder{}}
+	ios.ErrOut = errOut
+	env := map[string]string{"NARAD_CONFIG": filepath.Join(t.TempDir(), "c.yaml")}
+	f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: time.Now, Signals: NewSignals()}
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(f, []string{"bench", "t", "--count", "500", "--size", "8", "-j", "1", "--consume", "-o", "json", "-s", "http://" + ln.Addr().String()})
+	}()
+	const lost = "; retrying\n"
+	bound := time.After(20 * time.Second) // bounds a hang only
+	for !strings.Contains(errOut.String(), lost) {
+		select {
+		case code := <-done:
+			t.Fatalf("bench ended (exit %d) without saying the node was lost: %s", code, errOut)
+		case <-bound:
+			t.Fatalf("bench said nothing of the node it lost: %s", errOut)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	f.Signals.Trigger(syscall.SIGINT)
+	select {
+	case code := <-done:
+		if code != ExitInterrupted {
+			t.Errorf("exit %d, want 130; stderr %s", code, errOut)
+		}
+	case <-time.After(20 * time.Second): // bounds a hang only
+		t.Fatalf("bench did not end at the first Ctrl-C while it waited for the node; stderr %s", errOut)
+	}
+	if got := errOut.String(); strings.Count(got, "narad: lost node http://"+ln.Addr().String()+": ") != 1 || strings.Count(got, lost) != 1 {
+		t.Errorf("stderr %q: want the node said lost once", got)
+	}
+	if r := decodeBenchJSON(t, out.String()); !*r.Interrupted || r.Consume == nil {
+		t.Errorf("report %s: want interrupted during consume", out)
 	}
 }

@@ -19,16 +19,21 @@ import (
 // nodeNotices are the lines a long-running sub (and a follow read) writes when the
 // node it reached stops answering, and when it is back.
 func (e runEnv) nodeNotices(c *client.Client) (lost func(error), back func()) {
-	lost = func(err error) {
-		why := describeErr(err)
-		for _, op := range []string{"consume: ", "replay: "} {
-			why = strings.TrimPrefix(why, op)
-		}
-		fmt.Fprintf(e.IO.ErrOut, "narad: lost node %s: %s; retrying\n", render.Escape(c.BaseURL()), render.Escape(why))
-	}
-	back = func() { fmt.Fprintln(e.IO.ErrOut, "narad: node is back") }
+	lost = func(err error) { io.WriteString(e.IO.ErrOut, nodeLostLine(c, err)) }
+	back = func() { io.WriteString(e.IO.ErrOut, nodeBackLine) }
 	return lost, back
 }
+
+// nodeLostLine and nodeBackLine are the lines of nodeNotices.
+func nodeLostLine(c *client.Client, err error) string {
+	why := describeErr(err)
+	for _, op := range []string{"consume: ", "replay: "} {
+		why = strings.TrimPrefix(why, op)
+	}
+	return fmt.Sprintf("narad: lost node %s: %s; retrying\n", render.Escape(c.BaseURL()), render.Escape(why))
+}
+
+const nodeBackLine = "narad: node is back\n"
 
 // surplusNotice says, once a run, that the node answered a consume with more messages
 // than it asked for (those over were given back): a node that ignores max.
