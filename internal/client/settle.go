@@ -383,6 +383,17 @@ func (s *settleCall) batch(ctx context.Context, idx []int) {
 		}
 		for k, i := range idx {
 			st, msg := ans.Results[k].Status, oneLine(ans.Results[k].Error)
+			if st < 100 || st > 599 {
+				// No status an HTTP answer can have: this handle's result says nothing,
+				// so it may or may not be settled (not retried, as above).
+				what := "no status"
+				if st != 0 {
+					what = fmt.Sprintf("status %d", st)
+				}
+				msg := "unreadable batch answer: " + what + " for this handle"
+				s.record(i, 0, msg, fmt.Errorf("%s: %s", r.op, msg), false)
+				continue
+			}
 			if st/100 == 2 {
 				s.record(i, http.StatusNoContent, "", nil, false)
 				continue

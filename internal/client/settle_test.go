@@ -454,6 +454,37 @@ func TestSettleUnreadableBatchAnswer(t *testing.T) {
 	}
 }
 
+// A result whose status no HTTP answer has (none, 0, -1, 1000) tells nothing of its
+// handle: unconfirmed (status 0) and said so, not retried; the others stand. It was
+// kept as it came, a failure with an empty reason ("failed (-1 )", "no answer ()").
+func TestSettleBatchResultWithoutAStatus(t *testing.T) {
+	n := newNode(t, func(w http.ResponseWriter, r *http.Request, i int, body []byte) {
+		writeJSON(w, 200, `{"results":[{},{"status":-1},{"status":204},{"status":1000,"error":"x"}]}`)
+	})
+	c, sl := newClient(t, n.URL)
+	res, err := c.Settle(ctxT(t), "orders", Ack, handles(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		status int
+		err    string
+	}{
+		{0, "unreadable batch answer: no status for this handle"},
+		{0, "unreadable batch answer: status -1 for this handle"},
+		{204, ""},
+		{0, "unreadable batch answer: status 1000 for this handle"},
+	}
+	for k, w := range want {
+		if res[k].Status != w.status || res[k].Err != w.err || res[k].Unconfirmed() != (w.status == 0) {
+			t.Errorf("result %d: %+v, want status %d, error %q", k, res[k], w.status, w.err)
+		}
+	}
+	if len(n.requests()) != 1 || len(sl.calls()) != 0 {
+		t.Errorf("retried a batch that may have landed")
+	}
+}
+
 // A node that never answered anything is a wrong address, not a node to wait out for
 // the whole budget: Settle gives up after a few attempts and says so as a whole.
 func TestSettleGivesUpSoonOnANodeNeverReached(t *testing.T) {
