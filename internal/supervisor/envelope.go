@@ -99,3 +99,19 @@ func appendString(b []byte, s string) []byte {
 	q, _ := json.Marshal(s) // a string always marshals
 	return append(b, q...)
 }
+
+// MaxLetter is the most a node takes in one message (1 MiB, API.md): a dead letter
+// over it is refused (413) at every attempt.
+const MaxLetter = 1 << 20
+
+// LetterOrPayload is the dead letter to produce: the envelope env, or, where env is over
+// MaxLetter and the payload alone is not (a payload near 1 MiB, or a binary one over
+// about 768 KiB, which the envelope holds as base64), the payload, with how saying so
+// for the message's line. An envelope the node refuses every time would leave the
+// message failing again for good, never dead-lettered; the payload alone keeps it.
+func LetterOrPayload(env, payload []byte) (letter []byte, how string) {
+	if len(env) <= MaxLetter || len(payload) > MaxLetter {
+		return env, ""
+	}
+	return payload, fmt.Sprintf(" as the payload alone (its envelope would be %s, over the node's 1 MiB)", render.ByteSize(int64(len(env))))
+}

@@ -2,6 +2,7 @@ package supervisor_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/narad/narad/internal/client"
@@ -41,5 +42,23 @@ func TestEnvelope(t *testing.T) {
 		if !json.Valid(got) {
 			t.Errorf("%s: not valid JSON", c.name)
 		}
+	}
+}
+
+// An envelope is the letter up to the node's 1 MiB; past it, the payload alone, and the
+// line says why.
+func TestLetterOrPayload(t *testing.T) {
+	small, payload := []byte(`{"payload":"x"}`), []byte("x")
+	if got, how := supervisor.LetterOrPayload(small, payload); string(got) != string(small) || how != "" {
+		t.Errorf("small envelope: %q, %q", got, how)
+	}
+	atLimit := make([]byte, supervisor.MaxLetter)
+	if got, how := supervisor.LetterOrPayload(atLimit, payload); len(got) != supervisor.MaxLetter || how != "" {
+		t.Errorf("envelope of exactly 1 MiB: %d bytes, %q", len(got), how)
+	}
+	over := make([]byte, supervisor.MaxLetter+1)
+	got, how := supervisor.LetterOrPayload(over, payload)
+	if string(got) != "x" || !strings.Contains(how, "as the payload alone") || !strings.Contains(how, "1.0 MiB") {
+		t.Errorf("envelope over 1 MiB: %q, %q", got, how)
 	}
 }

@@ -489,9 +489,9 @@ func (s *Supervisor) failed(ctx context.Context, d consumer.Delivery, r result) 
 	}
 	verdict := "nacked"
 	if s.o.MaxAttempts > 0 && f.n >= s.o.MaxAttempts {
-		err := s.deadLetter(ctx, d.Message(), f.n, r)
+		how, err := s.deadLetter(ctx, d.Message(), f.n, r)
 		if err == nil {
-			return s.deadLettered(ctx, d, r, f)
+			return s.deadLettered(ctx, d, r, f, how)
 		}
 		verdict = fmt.Sprintf("cannot produce to %s (%v): nacked", s.o.DeadLetter, err)
 	}
@@ -507,7 +507,8 @@ type failure struct {
 }
 
 // deadLettered acks a message copied to the dead-letter topic after its last attempt.
-func (s *Supervisor) deadLettered(ctx context.Context, d consumer.Delivery, r result, f failure) finish {
+// how is what the line adds on the letter's form ("" for the form asked for).
+func (s *Supervisor) deadLettered(ctx context.Context, d consumer.Delivery, r result, f failure, how string) finish {
 	s.ended()
 	if isLost(d) {
 		// The copy is made but the original may come again (and be copied again).
@@ -515,7 +516,7 @@ func (s *Supervisor) deadLettered(ctx context.Context, d consumer.Delivery, r re
 		return finishedLost
 	}
 	s.attempts.forget(keyOf(d.Message()))
-	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: produced to %s and acked (%s)%s", r.describe(), s.o.DeadLetter, f.attempt, r.tailText()))
+	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: produced to %s%s and acked (%s)%s", r.describe(), s.o.DeadLetter, how, f.attempt, r.tailText()))
 	// As for an ack, the lease is kept while this one is retried.
 	_ = d.DeadLettered(f.why)
 	return finishedOK
@@ -590,8 +591,9 @@ func (s *Supervisor) waitHold(ctx context.Context, lost <-chan struct{}, d time.
 }
 
 // deadLetter produces m's payload, or its envelope after n failures ending in r, with
-// its key, to the dead-letter topic.
-func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message, n int, r result) error {
+// its key, to the dead-letter topic; how says when the letter is not in the form asked
+// for (an envelope too big for the node goes as the payload alone).
+func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message, n int, r result) (how string, err error) {
 	body, err := s.o.Decode(m)
 	if err != nil {
 		// Not decodable as the node described it: keep what the node sent.
@@ -603,11 +605,13 @@ func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message, n int, r
 			code := r.code
 			f.ExitCode = &code
 		}
-		if body, err = Envelope(m, s.o.Topic, f); err != nil {
-			return err
+		env, err := Envelope(m, s.o.Topic, f)
+		if err != nil {
+			return "", err
 		}
+		body, how = LetterOrPayload(env, body)
 	}
-	return s.o.Producer.Produce(ctx, s.o.DeadLetter, body, client.ProduceOptions{Key: m.ForwardKey()})
+	return how, s.o.Producer.Produce(ctx, s.o.DeadLetter, body, client.ProduceOptions{Key: m.ForwardKey()})
 }
 
 // run runs the command for m and waits for it to end one way or another; lost closing
