@@ -180,8 +180,8 @@ func New(o Options) (*Renderer, error) {
 		// on a sample message makes a typo a usage error before anything is consumed,
 		// instead of a failure on every message, each of which would be given back.
 		// The sample's payload has only its own fields: what a template does with
-		// others (index .Payload.items 1) is left to the messages that have them.
-		if err := t.Execute(io.Discard, sampleData()); err != nil && !(r.tmplFields && strings.Contains(err.Error(), ".Payload.")) {
+		// others (index .Payload.items 1, index .Payload 0) is left to the messages that have them.
+		if err := t.Execute(io.Discard, sampleData()); err != nil && !(r.tmplFields && readsPayloadFields(err)) {
 			return nil, templateErr(err)
 		}
 		r.tmpl = t

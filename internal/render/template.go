@@ -103,6 +103,14 @@ func (r *Renderer) appendTemplate(dst []byte, m *client.Message) ([]byte, error)
 	return dst, nil
 }
 
+// readsPayloadFields reports whether a sample run's error is in an action that
+// reads the payload's fields (.Payload.items, index .Payload 0), which the sample's
+// payload need not have.
+func readsPayloadFields(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, ".Payload.") || strings.Contains(msg, ".Payload ") || strings.Contains(msg, ".Payload>")
+}
+
 // templateError words a text/template error for the person who wrote the
 // template: where in it, and what kind of value a field was asked of, never a Go
 // type name of ours. It unwraps to the original (the CLI tells a template that
@@ -124,6 +132,9 @@ var templatePlace = sync.OnceValue(func() *regexp.Regexp {
 
 // templateKinds names the values a template sees by what they are to its writer.
 var templateKinds = strings.NewReplacer(
+	// The payload's text as a template reads it (see payloadText) is .Payload to
+	// the one who wrote it.
+	".PayloadText", ".Payload",
 	" in type render.templateData", " in a message",
 	" in type interface {}", " in a value that is not a JSON object",
 	" in type render.jsonObject", " in a JSON object",

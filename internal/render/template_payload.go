@@ -48,6 +48,12 @@ func rewritePayload(n parse.Node) (fields bool) {
 	case *parse.IfNode:
 		walk(n.Pipe, n.List, n.ElseList)
 	case *parse.RangeNode:
+		// range .Payload goes over the fields (text cannot be ranged over).
+		if payloadAlone(n.Pipe) {
+			fields = true
+			walk(n.List, n.ElseList)
+			break
+		}
 		walk(n.Pipe, n.List, n.ElseList)
 	case *parse.WithNode:
 		walk(n.Pipe, n.List, n.ElseList)
@@ -60,6 +66,13 @@ func rewritePayload(n parse.Node) (fields bool) {
 			}
 		}
 	case *parse.CommandNode:
+		// index .Payload "order-id" reads a field, the only way to one whose name
+		// is not a template identifier (text cannot be indexed by name).
+		if len(n.Args) > 1 && isIdent(n.Args[0], "index") && isPayload(n.Args[1]) {
+			fields = true
+			walk(n.Args[2:]...)
+			break
+		}
 		for _, c := range n.Args {
 			walk(c)
 		}
@@ -85,6 +98,28 @@ func rewritePayload(n parse.Node) (fields bool) {
 		}
 	}
 	return fields
+}
+
+// isPayload reports whether n is .Payload itself (or $.Payload), no field of it.
+func isPayload(n parse.Node) bool {
+	switch n := n.(type) {
+	case *parse.FieldNode:
+		return len(n.Ident) == 1 && n.Ident[0] == "Payload"
+	case *parse.VariableNode:
+		return len(n.Ident) == 2 && n.Ident[0] == "$" && n.Ident[1] == "Payload"
+	}
+	return false
+}
+
+// payloadAlone reports whether the pipeline p is .Payload alone (range .Payload,
+// range $k, $v := .Payload).
+func payloadAlone(p *parse.PipeNode) bool {
+	return p != nil && len(p.Cmds) == 1 && len(p.Cmds[0].Args) == 1 && isPayload(p.Cmds[0].Args[0])
+}
+
+func isIdent(n parse.Node, name string) bool {
+	id, ok := n.(*parse.IdentifierNode)
+	return ok && id.Ident == name
 }
 
 // isNilNode reports a typed nil (an if without else has a nil *ListNode ElseList).

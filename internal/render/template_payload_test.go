@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/narad/narad/internal/client"
@@ -13,6 +14,8 @@ func TestTemplatePayloadFields(t *testing.T) {
 	order := &client.Message{Topic: "t", Payload: json.RawMessage(
 		`{"order_id": "ord_7", "amount": 12345678901234567890, "customer": {"name": "Ana"}, "items": ["a", "b"], "note": "\u001b[2J"}`)}
 	text := &client.Message{Topic: "t", Payload: json.RawMessage(`"hello"`)}
+	dashed := &client.Message{Topic: "t", Payload: json.RawMessage(`{"order-id": "o-1", "order_id": "ord_9"}`)}
+	array := &client.Message{Topic: "t", Payload: json.RawMessage(`[10, 20]`)}
 	odd := &client.Message{Topic: "t", Payload: json.RawMessage(`{"odd": {"\u001b]0;title\u0007": 1}}`)}
 	for _, tc := range []struct {
 		name, tmpl string
@@ -32,6 +35,9 @@ func TestTemplatePayloadFields(t *testing.T) {
 		{"from a range", "{{range .Payload.items}}{{$.Payload.order_id}}{{end}}", order, "ord_7ord_7\n"},
 		{"missing field", "{{.Payload.nope}}", order, "<no value>\n"},
 		{"text payload alone", "{{.Payload}}", text, "hello\n"},
+		{"a field by index, its name not an identifier", `{{index .Payload "order-id"}} {{index $.Payload "order_id"}}`, dashed, "o-1 ord_9\n"},
+		{"a range over the fields", "{{range $k, $v := .Payload}}{{$k}}={{$v}};{{end}}", dashed, "order-id=o-1;order_id=ord_9;\n"},
+		{"an array payload by index", "{{index .Payload 1}} {{.Payload}}", array, "20 [10, 20]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mustNew(t, Options{Format: Template, Template: tc.tmpl})
@@ -51,5 +57,16 @@ func TestTemplatePayloadFields(t *testing.T) {
 		t.Errorf("a field of a text payload: %q, want an error", out)
 	} else if got := err.Error(); got != "message p0 @0: <.Payload.order_id> (line 1, column 10): can't evaluate field order_id in a value that is not a JSON object" {
 		t.Errorf("error %q", got)
+	}
+
+	// An error says .Payload as the template wrote it, never the name it is read by.
+	r = mustNew(t, Options{Format: Template, Template: `{{index .Payload "order-id"}}`})
+	if out, err := r.Append(nil, array); err == nil {
+		t.Errorf("a field by name of an array: %q, want an error", out)
+	} else if got := err.Error(); strings.Contains(got, "PayloadText") || !strings.Contains(got, `<index .Payload "order-id">`) {
+		t.Errorf("error %q", got)
+	}
+	if _, err := New(Options{Format: Template, Template: `{{slice .Payload 5 1}}`}); err == nil || strings.Contains(err.Error(), "PayloadText") {
+		t.Errorf("a template that fails on the payload's text: %v, want an error naming .Payload", err)
 	}
 }
