@@ -157,9 +157,11 @@ func (v *watchView) view() []string {
 	return v.clip(lines)
 }
 
-// fitNames cuts the names in the first column of cells, with an ellipsis, so that
-// the table (render.Table's, two spaces between columns) fits width columns with
-// every other column whole: a topic name gives way before a number does. Names keep
+// fitNames cuts the names in the first column of cells, with an ellipsis in their
+// middle, so that the table (render.Table's, two spaces between columns) fits width
+// columns with every other column whole: a topic name gives way before a number
+// does, and names that share a prefix (orders-retry-30s, orders-retry-30s-run) keep
+// the ends that tell them apart. Names keep
 // at least the header's width; a screen too narrow even for that is cut at its edge
 // as any line is.
 func fitNames(headers []string, cells [][]string, width int) {
@@ -179,7 +181,7 @@ func fitNames(headers []string, cells [][]string, width int) {
 		if len(row) > 0 {
 			// Escaped first (the table's escaping leaves escaped text as it is), so the
 			// cut counts the columns the name takes on screen.
-			row[0] = render.Truncate(render.Escape(row[0]), room)
+			row[0] = render.TruncateMiddle(render.Escape(row[0]), room)
 		}
 	}
 }

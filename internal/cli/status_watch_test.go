@@ -597,7 +597,8 @@ func TestWatchViewLongTopicNameKeepsTheNumbers(t *testing.T) {
 		t.Errorf("header cut: %q", header)
 	}
 	fields := strings.Fields(row)
-	if len(fields) != 9 || !strings.HasSuffix(fields[0], "…") || !strings.HasPrefix(long, strings.TrimSuffix(fields[0], "…")) {
+	head, tail, cut := strings.Cut(fields[0], "…")
+	if len(fields) != 9 || !cut || !strings.HasPrefix(long, head) || !strings.HasSuffix(long, tail) {
 		t.Fatalf("row %q: want the name cut with an ellipsis and every number whole", row)
 	}
 	// partitions, messages, size (two fields), in flight, lag, produce/s, consume/s
@@ -626,5 +627,34 @@ func TestWatchViewSaysTheIntervalShort(t *testing.T) {
 	v.update(viewSample(time.Date(2026, 12, 1, 10, 11, 12, 0, time.UTC), 1))
 	if title := v.view()[0]; !strings.HasSuffix(title, " · every 1h") {
 		t.Errorf("title %q, want it to end \" · every 1h\"", title)
+	}
+}
+
+// Names that share a prefix longer than the name column (a retry tier and its delay
+// child) are cut in the middle, so their rows still say which is which; cut at the
+// end both read orders-retry-….
+func TestWatchViewCutNamesStayApart(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 11, 12, 0, time.UTC)
+	names := []string{"orders-retry-30s", "orders-retry-30s-run", "orders-retry-5m", "orders-retry-5m-run"}
+	var rows []TopicStatus
+	for _, n := range names {
+		rows = append(rows, TopicStatus{Name: n, Partitions: 3, Retained: 15, SizeBytes: 2623,
+			InFlight: ptr(int64(0)), Lag: ptr(int64(15)), ProducePerSec: ptr(0.0), ConsumePerSec: ptr(0.0)})
+	}
+	v := newWatchView("http://127.0.0.1:7942", 2*time.Second, plainStyles(), 80, 24)
+	v.update(watchSample{At: at, Rows: rows})
+	lines := v.view()
+	checkFits(t, lines, 80, 24)
+	seen := map[string]bool{}
+	for i, n := range names {
+		shown := strings.Fields(lines[3+i])[0]
+		head, tail, cut := strings.Cut(shown, "…")
+		if !cut || !strings.HasPrefix(n, head) || !strings.HasSuffix(n, tail) {
+			t.Errorf("%s shown as %q: want its two ends around an ellipsis", n, shown)
+		}
+		if seen[shown] {
+			t.Errorf("two topics shown alike as %q", shown)
+		}
+		seen[shown] = true
 	}
 }

@@ -91,3 +91,35 @@ func Truncate(line string, width int) string {
 	}
 	return runewidth.Truncate(line, width, "…")
 }
+
+// TruncateMiddle cuts plain text to width terminal columns by leaving out its
+// middle, marked "…": for names, whose ends tell them apart where a shared prefix
+// does not (orders-retry-30s and orders-retry-30s-run both cut at the end read
+// orders-retry-…).
+func TruncateMiddle(s string, width int) string {
+	switch {
+	case width <= 0:
+		return ""
+	case runewidth.StringWidth(s) <= width:
+		return s
+	case width <= 2:
+		return Truncate(s, width)
+	}
+	rs := []rune(s)
+	room := width - 1 // the ellipsis takes one column
+	headRoom := room - room/2
+	i, w := 0, 0
+	for i < len(rs) && w+runewidth.RuneWidth(rs[i]) <= headRoom {
+		w += runewidth.RuneWidth(rs[i])
+		i++
+	}
+	// The tail takes what the head left, so a wide character that did not fit there
+	// is not a column lost.
+	tailRoom := room - w
+	j, tw := len(rs), 0
+	for j > i && tw+runewidth.RuneWidth(rs[j-1]) <= tailRoom {
+		tw += runewidth.RuneWidth(rs[j-1])
+		j--
+	}
+	return string(rs[:i]) + "…" + string(rs[j:])
+}

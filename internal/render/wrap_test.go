@@ -58,3 +58,30 @@ func TestTruncateCountsColumns(t *testing.T) {
 		}
 	}
 }
+
+// Names that share a long prefix stay apart when cut: the middle gives way.
+func TestTruncateMiddleKeepsBothEnds(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"orders", 6, "orders"},
+		{"orders-retry-30s", 14, "orders-…ry-30s"},
+		{"orders-retry-30s-run", 14, "orders-…0s-run"},
+		{"orders", 5, "or…rs"},
+		{"日本語の話題", 7, "日…話題"},
+		{"日本語の話題", 6, "日…題"}, // no room for half a wide character
+		{"abcdef", 2, "a…"},
+		{"abcdef", 1, "a"},
+		{"abc", 0, ""},
+	} {
+		got := TruncateMiddle(c.in, c.width)
+		if got != c.want {
+			t.Errorf("TruncateMiddle(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
+		}
+		if w := Width(got); w > c.width {
+			t.Errorf("TruncateMiddle(%q, %d) takes %d columns", c.in, c.width, w)
+		}
+	}
+}
