@@ -46,6 +46,7 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	// and on, as Run passes it to --filter: nothing is held, so the first signal.
 	r = r.WithContext(ctx)
 	e.waitOutNodeLoss(c, &ro)
+	e.noteGone(&ro)
 	var printed atomic.Int64
 	var src replay.Source = c
 	stopWaiting := func() {}
@@ -109,6 +110,28 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 // waitOutNodeLoss makes a follow read (replay --follow, sub --peek, the canary) wait
 // out a node it reached and then lost, with the lines a long-running sub writes: a
 // watch left running must not end because its node restarted.
+// noteGone has a read say on stderr where it skipped offsets retention dropped:
+// an --offset before the partition's oldest, or a read overtaken by retention.
+// Nothing else would tell "gone" from "never there".
+func (e runEnv) noteGone(ro *replay.Options) {
+	to := ro.To
+	ro.OnGone = func(p int, from, next int64) {
+		last := next - 1
+		if to >= 0 && to < last {
+			last = to
+		}
+		gone := fmt.Sprintf("offset %d is", from)
+		if last > from {
+			gone = fmt.Sprintf("offsets %d to %d are", from, last)
+		}
+		if to >= 0 && next > to {
+			fmt.Fprintf(e.IO.ErrOut, "narad: note: partition %d: %s past retention (the oldest kept is %d)\n", p, gone, next)
+			return
+		}
+		fmt.Fprintf(e.IO.ErrOut, "narad: note: partition %d: %s past retention; reading on from offset %d, the oldest kept\n", p, gone, next)
+	}
+}
+
 func (e runEnv) waitOutNodeLoss(c *client.Client, ro *replay.Options) {
 	if ro.Follow {
 		ro.OnNodeLost, ro.OnNodeBack = e.nodeNotices(c)

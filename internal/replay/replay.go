@@ -77,6 +77,11 @@ type Options struct {
 	// failure of each outage, and OnNodeBack the first answer after it.
 	OnNodeLost func(error)
 	OnNodeBack func()
+	// OnGone, when set, hears of offsets a read asked for that retention had
+	// dropped (a 410): partition p is read on from next, what was at from up to
+	// next-1 is gone. Said, since the read would otherwise skip them without a word
+	// (--offset 0 on a partition that keeps 3 on, or a backup slower than retention).
+	OnGone func(p int, from, next int64)
 }
 
 // ErrNoSuchPartition is bad input: the topic has no such partition.
@@ -231,6 +236,9 @@ func (r *reading) skipGone(ctx context.Context, p int) error {
 	oldest, err := oldestPast(ctx, r.src, r.o.Topic, p, r.next[p])
 	if err != nil {
 		return err
+	}
+	if r.o.OnGone != nil {
+		r.o.OnGone(p, r.next[p], oldest)
 	}
 	r.next[p] = oldest
 	return nil
