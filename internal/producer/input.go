@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/narad/narad/internal/client"
 )
@@ -278,11 +280,53 @@ func parsePlace(line []byte, f JSONFields) (partition *int, timestamp *int64, er
 	return partition, timestamp, nil
 }
 
-// JSONErrorText is a decoding error with the byte it happened at, when known.
+// JSONErrorText is a decoding error with the byte it happened at, when known; a
+// field of the wrong kind is named as the line has it, never by the Go struct and
+// type it was decoded into (Message.partition of type int).
 func JSONErrorText(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Sprintf("%v at byte %d", se, se.Offset)
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" && te.Type != nil {
+		return fmt.Sprintf("%s is %s, want %s", te.Field, jsonValueWords(te.Value), jsonTypeWords(te.Type))
+	}
 	return err.Error()
+}
+
+// jsonValueWords is what encoding/json says a value was ("number 1.0", "string")
+// as a person would.
+func jsonValueWords(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return "the number " + n
+	}
+	switch v {
+	case "object", "array":
+		return "an " + v
+	case "bool":
+		return "true or false"
+	}
+	return "a " + v
+}
+
+// jsonTypeWords is what a field of Go type t takes, in the line's terms.
+func jsonTypeWords(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another kind of value"
 }
