@@ -103,27 +103,33 @@ func (q *JQ) AppendResults(ctx context.Context, dst []byte, v any, escape bool) 
 	}
 }
 
-// Truthy runs q on v and reports whether its first result is neither false nor null
-// (jq's select keeps such an input). No result at all is false. ctx's end stops the
-// run, as for AppendResults, with ctx's error.
+// Truthy runs q on v and reports whether any of its results is neither false nor
+// null, as jq's select(q) keeps an input once a result of q is: for
+// `.payload.items[].sku == "B"` the second item's true counts, not only the first's
+// false. It stops at that result; no result at all is false. An error before it is
+// the run's error. ctx's end stops the run, as for AppendResults, with ctx's error.
 func (q *JQ) Truthy(ctx context.Context, v any) (bool, error) {
 	iter := q.code.RunWithContext(ctx, v)
-	r, ok := iter.Next()
-	if !ok {
-		return false, nil
-	}
-	switch r := r.(type) {
-	case error:
-		if err := ctx.Err(); err != nil {
-			return false, err
+	for {
+		r, ok := iter.Next()
+		if !ok {
+			return false, nil
 		}
-		return false, &JQError{Err: r}
-	case nil:
-		return false, nil
-	case bool:
-		return r, nil
+		switch r := r.(type) {
+		case error:
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			return false, &JQError{Err: r}
+		case nil:
+			continue
+		case bool:
+			if !r {
+				continue
+			}
+		}
+		return true, nil
 	}
-	return true, nil
 }
 
 // DocumentValue is the JSON document b as a jq value; numbers keep their digits

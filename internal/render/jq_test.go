@@ -103,12 +103,20 @@ func TestJQTruthy(t *testing.T) {
 	}
 	for src, want := range map[string]bool{
 		".payload.amount > 100": true, ".payload.amount > 10000": false, ".payload.nope": false,
-		"empty": false, ".payload.order_id": true, "false, true": false, "0": true,
+		"empty": false, ".payload.order_id": true, "0": true,
+		// Any result counts, as for jq's select: the key order_id comes second.
+		"false, true": true, "null, false": false, `(.payload | keys[]) == "order_id"`: true,
+		`true, error("never reached")`: true,
 	} {
 		got, err := mustJQ(t, src).Truthy(context.Background(), v)
 		if err != nil || got != want {
 			t.Errorf("Truthy(%q) = %v, %v; want %v", src, got, err, want)
 		}
+	}
+	// An error before any true result is the run's.
+	var je *JQError
+	if ok, err := mustJQ(t, `false, error("x"), true`).Truthy(context.Background(), v); ok || !errors.As(err, &je) {
+		t.Errorf("an error after a false result: %v, %v; want false and a JQError", ok, err)
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 // was asked about. Both set: a message must pass both. It is used from one
 // goroutine (the read's, through Options.Match).
 type Matcher struct {
-	// Filter keeps a message when the expression's first result on it (the message as
-	// -o json shows it) is neither false nor null. An expression that fails on a
+	// Filter keeps a message when a result of the expression on it (the message as
+	// -o json shows it) is neither false nor null, as jq's select does. An expression that fails on a
 	// message does not keep it: in a topic of mixed payloads, `.payload.status ==
 	// "failed"` fails on every text message, and those are not the failed orders.
 	Filter *render.JQ
