@@ -312,11 +312,14 @@ func TestExtendsOfManyCommandsShareRequests(t *testing.T) {
 	log := filepath.Join(dir, "log")
 	src := consumertest.New()
 	for i := range n {
-		src.Push(msg(fmt.Sprintf("m%d", i), "sleep 1500ms"))
+		src.Push(msg(fmt.Sprintf("m%d", i), "sleep 2500ms"))
 	}
 	o := opts("log", log, "script")
 	o.Concurrency = n
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: n, Lease: 300 * time.Millisecond})
+	// A lease of a second, not less: a lease counts as lost once no extend was
+	// confirmed for all of it, and on a loaded machine (the race detector, twenty
+	// commands starting) a round of extends can take a few hundred milliseconds.
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: n, Lease: time.Second})
 	if r.Stats.Acked != n || r.Stats.LeaseLost != 0 {
 		t.Fatalf("stats %+v", r.Stats)
 	}
@@ -327,9 +330,9 @@ func TestExtendsOfManyCommandsShareRequests(t *testing.T) {
 			handles += len(s.Handles)
 		}
 	}
-	// Every 100ms for 1.5s: some fourteen rounds of twenty handles. One request per
-	// handle would be 280 requests; a round split in two by a loaded machine still
-	// carries ten handles a request.
+	// Every third of a second for 2.5s: some seven rounds of twenty handles. One
+	// request per handle would be 140 requests; a round split in two by a loaded
+	// machine still carries ten handles a request.
 	t.Logf("%d extend requests for %d handles", requests, handles)
 	if handles < 2*n || handles < 10*requests {
 		t.Errorf("%d extend requests for %d handles: want the %d commands' leases extended together", requests, handles, n)
