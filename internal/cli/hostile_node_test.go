@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,6 +194,57 @@ func TestHostileNodeGivesAnImpossiblePartitionCount(t *testing.T) {
 			if r.code != ExitFailed || strings.Contains(r.stderr, "internal error") || !strings.Contains(r.stderr, want) {
 				t.Errorf("%d partitions, %v: exit %d, stderr %q; want 1 and %q", n, args, r.code, r.stderr, want)
 			}
+		}
+	}
+}
+
+// A cluster with a partition's owner down answers topic info partial, that partition a
+// placeholder of zeros (v3.1). sub --peek took those zeros for its tail and showed the
+// partition's whole history as new; it now waits for a real tail, says so, and shows
+// only what comes after it.
+func TestPeekWaitsForATailAPlaceholderDoesNotGive(t *testing.T) {
+	var mu sync.Mutex
+	infos, history := 0, []string{"old1", "old2"}
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/topics/t" && infos == 0:
+			infos++
+			io.WriteString(w, `{"name":"t","partitions":2,"visibility_timeout_ms":30000,"partial":true,"partition_stats":[`+
+				`{"index":0,"oldest_offset":0,"next_offset":0,"high_watermark":0,"status":"ok"},`+
+				`{"index":1,"oldest_offset":0,"next_offset":0,"high_watermark":0,"status":"owner_unavailable"}]}`)
+		case r.URL.Path == "/v1/topics/t":
+			infos++
+			io.WriteString(w, `{"name":"t","partitions":2,"visibility_timeout_ms":30000,"partition_stats":[`+
+				`{"index":0,"oldest_offset":0,"next_offset":0,"high_watermark":0,"status":"ok"},`+
+				fmt.Sprintf(`{"index":1,"oldest_offset":0,"next_offset":%d,"high_watermark":%d,"status":"ok"}]}`, len(history), len(history)))
+			history = append(history, "new") // written after the tail it was just told
+		case r.URL.Path == "/v1/topics/t/consume" && r.URL.Query().Get("partition") == "1":
+			off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+			if off >= len(history) {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			fmt.Fprintf(w, `{"topic":"t","partition":1,"offset":%d,"payload":%q,"timestamp":1790623277}`, off, history[off])
+		case r.URL.Path == "/v1/topics/t/consume":
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(node.Close)
+	r := runCLI(t, nil, false, "-s", node.URL, "sub", "t", "--peek", "--count", "1", "-o", "raw", "--timeout", "60s")
+	if r.code != 0 || r.stdout != "new\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q: want 0 and only the message after the tail", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"narad: note: partition 1: the node gives no tail for it (its owner is down?): watched from its tail once it does\n",
+		"narad: note: partition 1: watched from offset 2, its tail now\n",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q: want %q", r.stderr, want)
 		}
 	}
 }

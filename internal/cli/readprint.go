@@ -113,7 +113,17 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 // noteGone has a read say on stderr where it skipped offsets retention dropped:
 // an --offset before the partition's oldest, or a read overtaken by retention.
 // Nothing else would tell "gone" from "never there".
+//
+// A watch from the tail also says when it cannot start a partition yet (topic info
+// gave no tail for it, its owner down) and when it does: that partition's messages of
+// the meantime are not shown.
 func (e runEnv) noteGone(ro *replay.Options) {
+	ro.OnTailUnknown = func(p int) {
+		fmt.Fprintf(e.IO.ErrOut, "narad: note: partition %d: the node gives no tail for it (its owner is down?): watched from its tail once it does\n", p)
+	}
+	ro.OnTailFound = func(p int, at int64) {
+		fmt.Fprintf(e.IO.ErrOut, "narad: note: partition %d: watched from offset %d, its tail now\n", p, at)
+	}
 	to := ro.To
 	ro.OnGone = func(p int, from, next int64) {
 		last := next - 1

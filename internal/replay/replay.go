@@ -82,7 +82,17 @@ type Options struct {
 	// next-1 is gone. Said, since the read would otherwise skip them without a word
 	// (--offset 0 on a partition that keeps 3 on, or a backup slower than retention).
 	OnGone func(p int, from, next int64)
+	// OnTailUnknown, when set, hears of a partition a FromTail read cannot start yet:
+	// topic info had no tail for it (a placeholder, its owner down, or no stats at
+	// all). Starting it at 0 would show its whole history as new; it is started at its
+	// tail once a later topic info has one, and OnTailFound hears that offset.
+	OnTailUnknown func(p int)
+	OnTailFound   func(p int, at int64)
 }
+
+// tailUnknown marks, in a reading's next, a partition whose tail topic info did not
+// give (see Options.OnTailUnknown): read nothing of it until it is known.
+const tailUnknown = -1
 
 // ErrNoSuchPartition is bad input: the topic has no such partition.
 var ErrNoSuchPartition = errors.New("no such partition")
@@ -106,6 +116,11 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 		src = &waitingSource{Source: src, lost: o.OnNodeLost, back: o.OnNodeBack}
 	}
 	next := startOffsets(t, parts, o)
+	for _, p := range parts {
+		if next[p] == tailUnknown && o.OnTailUnknown != nil {
+			o.OnTailUnknown(p)
+		}
+	}
 	w, err := newWindow(ctx, src, t, parts, o, next)
 	if err != nil {
 		return 0, err
@@ -130,7 +145,7 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 			return r.emitted, nil
 		}
 		if !progressed {
-			if o.Partition == nil && w.now().Sub(checked) >= o.PartitionCheck {
+			if (o.Partition == nil || r.tailsUnknown()) && w.now().Sub(checked) >= o.PartitionCheck {
 				checked = w.now()
 				r.addPartitions(ctx)
 			}
@@ -151,6 +166,10 @@ func (r *reading) addPartitions(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	r.findTails(t)
+	if r.o.Partition != nil {
+		return
+	}
 	all, err := partitions(t, nil)
 	if err != nil || len(all) <= len(r.parts) {
 		return
@@ -161,6 +180,33 @@ func (r *reading) addPartitions(ctx context.Context) {
 			r.next[p] = statsOf(t, p).OldestOffset
 		}
 	}
+}
+
+// findTails starts each partition whose tail was unknown at the tail t gives it, if
+// t has one now: messages written there meanwhile are not shown, as they would not
+// have been had its owner answered when the read started.
+func (r *reading) findTails(t *client.Topic) {
+	for _, p := range r.parts {
+		if r.next[p] != tailUnknown {
+			continue
+		}
+		if st, ok := knownStats(t, p); ok {
+			r.next[p] = st.HighWatermark
+			if r.o.OnTailFound != nil {
+				r.o.OnTailFound(p, st.HighWatermark)
+			}
+		}
+	}
+}
+
+// tailsUnknown says some partition waits for its tail (see findTails).
+func (r *reading) tailsUnknown() bool {
+	for _, p := range r.parts {
+		if r.next[p] == tailUnknown {
+			return true
+		}
+	}
+	return false
 }
 
 // startOffsets is where each partition's read begins, by o.Start (a Since read then
@@ -174,6 +220,9 @@ func startOffsets(t *client.Topic, parts []int, o Options) map[int]int64 {
 			next[p] = st.OldestOffset
 		case FromTail:
 			next[p] = st.HighWatermark
+			if _, ok := knownStats(t, p); !ok {
+				next[p] = tailUnknown
+			}
 		case FromOffset:
 			next[p] = o.Offset
 		}
@@ -199,7 +248,7 @@ func (r *reading) sweep(ctx context.Context, last bool) (progressed, stop bool, 
 	for _, p := range r.parts {
 		// Without Follow each partition is read to its tail before the next one;
 		// with Follow one message per partition per sweep keeps them all live.
-		for !r.done(p) {
+		for !r.done(p) && r.next[p] != tailUnknown {
 			if r.full() {
 				return progressed, true, nil
 			}
@@ -319,6 +368,19 @@ func partitions(t *client.Topic, only *int) ([]int, error) {
 		ps[i] = i
 	}
 	return ps, nil
+}
+
+// knownStats is partition p's stats when topic info really gave them: not a
+// placeholder for a partition whose owner is down (a v3.1 node answers those with zero
+// statistics and a status other than ok, in a partial answer), nor none at all in a
+// partial answer. (A node that gives no stats at all is read as before, from 0.)
+func knownStats(t *client.Topic, p int) (client.PartitionStats, bool) {
+	for _, st := range t.PartitionStats {
+		if st.Index == p {
+			return st, st.Status == "" || st.Status == "ok"
+		}
+	}
+	return client.PartitionStats{Index: p}, !t.Partial
 }
 
 func statsOf(t *client.Topic, p int) client.PartitionStats {

@@ -218,3 +218,49 @@ func TestAnAnswerBelowTheOffsetAskedDoesNotGoBack(t *testing.T) {
 		t.Errorf("got %v in %d reads, want 3 messages in 4 reads", got, src.calls)
 	}
 }
+
+// partialTopic answers the first topic info as a v3.1 node with partition 1's owner
+// down (partial, a placeholder of zeros), and the later ones whole; at the first whole
+// answer a message is written to partition 1 after its tail.
+type partialTopic struct {
+	fakeTopic
+	infos int
+}
+
+func (f *partialTopic) Topic(ctx context.Context, name string) (*client.Topic, error) {
+	f.infos++
+	t, err := f.fakeTopic.Topic(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if f.infos == 1 {
+		t.Partial = true
+		t.PartitionStats[1] = client.PartitionStats{Index: 1, Status: "owner_unavailable"}
+	}
+	if f.infos == 2 {
+		f.parts[1] = append(f.parts[1], "new")
+	}
+	return t, nil
+}
+
+// A watch from the tail (sub --peek) does not take a placeholder's zeros for a tail:
+// that would show the partition's whole history as new. The partition is watched from
+// its tail once topic info has one, and both are said.
+func TestTailOfAPartitionWhoseOwnerIsDownIsWaitedFor(t *testing.T) {
+	src := &partialTopic{fakeTopic: fakeTopic{parts: [][]string{{"a"}, {"old1", "old2"}, {}}}}
+	var unknown []int
+	var found []string
+	got, err := collect(t, src, Options{Topic: "t", Start: FromTail, To: -1, Follow: true, Count: 1,
+		PollInterval: time.Millisecond, PartitionCheck: time.Millisecond,
+		OnTailUnknown: func(p int) { unknown = append(unknown, p) },
+		OnTailFound:   func(p int, at int64) { found = append(found, fmt.Sprintf("p%d@%d", p, at)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`p1@2="new"`}; !slices.Equal(got, want) {
+		t.Errorf("emitted %v, want %v (nothing of the history before the tail)", got, want)
+	}
+	if !slices.Equal(unknown, []int{1}) || !slices.Equal(found, []string{"p1@2"}) {
+		t.Errorf("told of unknown tails %v and found ones %v, want [1] and [p1@2]", unknown, found)
+	}
+}
