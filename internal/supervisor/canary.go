@@ -72,6 +72,11 @@ func (c *Canary) Run(read, ctx context.Context, m *client.Message) error {
 	}
 	select {
 	case s.sem <- struct{}{}:
+		// The command found it cannot run (see cannotRun) while this one waited.
+		if err := s.outputError(); err != nil {
+			<-s.sem
+			return err
+		}
 	case <-read.Done():
 		return read.Err()
 	case <-s.outGone:

@@ -416,3 +416,41 @@ func TestAttemptNumbersRunsNotFailures(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// A command that cannot be run at all (here a script without a #! line: exec format
+// error) fails every message without trying it. It used to count each start as the
+// message's failure, so with --max-attempts every message went to the dead-letter
+// topic and the run exited 0; without it the run failed every message for ever. Now
+// the first such start ends the run with the reason, and the message is given back.
+func TestACommandThatCannotRunEndsTheRunAndDeadLettersNothing(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "handler")
+	if err := os.WriteFile(script, []byte("echo handled\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := newRedeliverer(keyed("a", "x", "customer-42"))
+	p := &producer{}
+	o := opts()
+	o.Command = []string{script}
+	o.RetryBackoff = time.Millisecond
+	o.MaxAttempts, o.DeadLetter, o.Producer = 2, "dlq", p
+	o.CountMessages = true
+	stderr := &lockedBuffer{}
+	o.Stderr = stderr
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Wait: time.Second})
+	if got := p.produced(); len(got) != 0 {
+		t.Errorf("produced %+v to the dead-letter topic for a command that never ran", got)
+	}
+	if r.err == nil || !strings.Contains(r.err.Error(), "exec format error") || !strings.Contains(r.err.Error(), "#!") {
+		t.Errorf("run error %v, want the exec format error and a hint about #! (result %+v, stderr %q)", r.err, r.Result, stderr.String())
+	}
+	if got := src.Handles(client.Nack); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("nacked %v, want the one delivery given back", got)
+	}
+	if got := src.Handles(client.Ack); len(got) != 0 {
+		t.Errorf("acked %v", got)
+	}
+	if !strings.Contains(stderr.String(), "exec format error): given back") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+}

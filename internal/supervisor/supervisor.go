@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/narad/narad/internal/chans"
@@ -120,8 +122,9 @@ type Supervisor struct {
 	graceOver chan struct{} // ShutdownGrace has passed since the soft stop
 
 	// The commands' output going nowhere: closed is EPIPE (the reader of stdout went
-	// away, closing outGone once), outErr any other write error. Either ends the run:
-	// nothing is taken for output that cannot be written.
+	// away, closing outGone once), outErr any other write error, or the command that
+	// cannot be run at all (see cannotRun). Either ends the run: nothing is taken for
+	// output that cannot be written, or for a command that cannot start.
 	outOnce sync.Once
 	outGone chan struct{}
 	outErr  error // guarded by mu
@@ -279,8 +282,9 @@ func (s *Supervisor) outputFailed(err error) {
 	})
 }
 
-// outputError is why nothing more can be taken for the commands' output: an
-// ErrOutputClosed once it is gone, or the first other write error.
+// outputError is why nothing more can be taken: an ErrOutputClosed once the
+// commands' output is gone, the first other write error, or a command that cannot be
+// run at all.
 func (s *Supervisor) outputError() error {
 	if chans.Closed(s.outGone) {
 		return fmt.Errorf("%w: the reader of stdout went away", consumer.ErrOutputClosed)
@@ -379,6 +383,8 @@ type result struct {
 	stderr []byte
 	// outErr is the first write of its stdout that failed: what it printed was lost.
 	outErr error
+	// startErr is why the command could not be started, when that was the end.
+	startErr error
 }
 
 // process carries one delivery from lease to settlement.
@@ -397,7 +403,9 @@ func (s *Supervisor) process(ctx context.Context, d consumer.Delivery) {
 	started := false
 	select {
 	case s.sem <- struct{}{}:
-		started = !chans.Closed(s.stopping) && ctx.Err() == nil
+		// Nothing starts once the run is ending for the output or a command that
+		// cannot run (see outputError): it is given back.
+		started = !chans.Closed(s.stopping) && ctx.Err() == nil && s.outputError() == nil
 		if !started {
 			<-s.sem
 		}
@@ -427,6 +435,8 @@ func isLost(d consumer.Delivery) bool { return chans.Closed(d.Lost()) }
 // ended for the tally: finished, or given back to be tried again.
 func (s *Supervisor) settle(ctx context.Context, d consumer.Delivery, r result) finish {
 	switch {
+	case r.end == notRun && r.startErr != nil:
+		return s.notStarted(ctx, d, r)
 	case r.end == exited && r.outErr != nil:
 		return s.outputLost(ctx, d, r)
 	case r.end == exited && s.acks[r.code]:
@@ -472,8 +482,65 @@ func (s *Supervisor) outputLost(ctx context.Context, d consumer.Delivery, r resu
 	return notFinished
 }
 
-// failed settles a failure: a code that does not ack, a command that could not start,
-// or one that ran too long. The last allowed attempt is dead-lettered; any other is
+// notStarted settles a delivery whose command could not be started: the message was
+// not tried, so it is never dead-lettered for it, whatever --max-attempts says; it is
+// given back (held first, as a failure is, when it comes again). A command that cannot
+// be run at all has ended the run (see cannotRun): its messages are given back at once.
+func (s *Supervisor) notStarted(ctx context.Context, d consumer.Delivery, r result) finish {
+	s.failures.Add(1)
+	if cannotEverRun(r.startErr) {
+		s.ended()
+		s.out.notice(ctx, d.Message(), r.describe()+": given back")
+		_ = d.Nack(consumer.Failed)
+		return notFinished
+	}
+	f := failure{why: consumer.Failed, n: s.attempts.add(keyOf(d.Message()), time.Now())}
+	f.attempt = fmt.Sprintf("attempt %d", f.n)
+	return s.retryLater(ctx, d, r, f, "nacked")
+}
+
+// cannotRun ends the run when err says the command cannot be run at all (a script
+// without a #! line, a program removed or made not executable since the start): it
+// would fail every message, each given back and taken again, or with --max-attempts
+// dead-letter them all.
+func (s *Supervisor) cannotRun(err error) {
+	if !cannotEverRun(err) {
+		return
+	}
+	why := err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		why = pe.Err
+	}
+	hint := ""
+	if errors.Is(err, syscall.ENOEXEC) {
+		hint = " (a script needs a first line such as #!/bin/sh)"
+	}
+	s.update(func() {
+		if s.outErr == nil {
+			s.outErr = fmt.Errorf("cannot run %s: %v%s", s.o.Command[0], why, hint)
+		}
+	})
+}
+
+// cannotEverRun reports whether a start failed for a reason no retry mends: the
+// program, or the interpreter its #! line names, is not there or not runnable.
+// Running out of processes, memory or file descriptors is not such a reason.
+func cannotEverRun(err error) bool {
+	if errors.Is(err, exec.ErrNotFound) {
+		return true
+	}
+	for _, e := range []error{syscall.ENOEXEC, syscall.ENOENT, syscall.EACCES, syscall.EPERM,
+		syscall.ENOTDIR, syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// failed settles a failure: a code that does not ack, a message that could not be
+// passed to the command, or one that ran too long. The last allowed attempt is dead-lettered; any other is
 // nacked, after holding the message for its retry delay.
 func (s *Supervisor) failed(ctx context.Context, d consumer.Delivery, r result) finish {
 	why := consumer.Failed
@@ -627,7 +694,8 @@ func (s *Supervisor) run(ctx context.Context, m *client.Message, lost <-chan str
 	began := time.Now()
 	c, err := s.start(m, stdin)
 	if err != nil {
-		return result{end: notRun, how: fmt.Sprintf("cannot start %s (%v)", s.o.Command[0], err)}
+		s.cannotRun(err)
+		return result{end: notRun, how: fmt.Sprintf("cannot start %s (%v)", s.o.Command[0], err), startErr: err}
 	}
 	limit := time.NewTimer(s.o.MaxProcessingTime)
 	defer limit.Stop()
