@@ -133,11 +133,14 @@ func (s *Supervisor) pumpOutput(c *child, m *client.Message, p *stdio) *sync.Wai
 	if s.o.Prefix {
 		prefix = fmt.Sprintf("[p%d @%d] ", m.Partition, m.Offset)
 	}
+	// Commands run side by side: a last line without its newline is ended by
+	// whoever writes next. One at a time, their output follows as the bytes came.
+	join := s.o.Concurrency > 1
 	var pumps sync.WaitGroup
 	pumps.Add(2)
 	go func() {
 		defer pumps.Done()
-		s.out.pump(countingReader{p.outR, &c.outRead}, s.out.stdout, s.out.outLock, prefix, nil, &c.outPassed, func(err error) {
+		s.out.pump(countingReader{p.outR, &c.outRead}, s.out.stdout, s.out.outLock, prefix, join, nil, &c.outPassed, func(err error) {
 			c.mu.Lock()
 			if c.outErr == nil {
 				c.outErr = err
@@ -153,7 +156,10 @@ func (s *Supervisor) pumpOutput(c *child, m *client.Message, p *stdio) *sync.Wai
 	}
 	// narad's own stderr failing is not the command's failure: it has nowhere to be
 	// reported either.
-	go func() { defer pumps.Done(); s.out.pump(p.errR, s.out.stderr, s.out.errLock, prefix, errTail, nil, nil) }()
+	go func() {
+		defer pumps.Done()
+		s.out.pump(p.errR, s.out.stderr, s.out.errLock, prefix, join, errTail, nil, nil)
+	}()
 	return &pumps
 }
 
@@ -402,12 +408,11 @@ func keyVar(m *client.Message) (name, value string, ok bool) {
 // output passes the commands' output on, a whole line per write under one lock, so
 // that lines of concurrent commands never mix.
 type output struct {
-	// outLock and errLock are tokens rather than mutexes so that a notice can stop
-	// waiting for one: a line blocked on a stdout nobody reads holds outLock for as
-	// long as that lasts. They are one token when stdout and stderr are one file (a
-	// terminal, `2>&1`), so that lines of the two never interleave there; otherwise a
-	// stuck stdout never holds up narad's own lines on stderr.
-	outLock, errLock chan struct{}
+	// outLock and errLock are the files written to. They are one lane when stdout and
+	// stderr are one file (a terminal, `2>&1`), so that lines of the two never
+	// interleave there; otherwise a stuck stdout never holds up narad's own lines on
+	// stderr.
+	outLock, errLock *lane
 	quit             <-chan struct{} // the soft stop
 	stdout, stderr   io.Writer
 	// errStuck is set once a line of narad's own gave up waiting for errLock: later
@@ -417,14 +422,32 @@ type output struct {
 
 // newOutput is the output to stdout and stderr (nil discards), ending its waits at quit.
 func newOutput(stdout, stderr io.Writer, quit <-chan struct{}) *output {
-	o := &output{outLock: make(chan struct{}, 1), quit: quit,
+	o := &output{outLock: newLane(), quit: quit,
 		stdout: orDiscard(stdout), stderr: orDiscard(stderr)}
 	o.errLock = o.outLock
 	if !sameFile(stdout, stderr) {
-		o.errLock = make(chan struct{}, 1)
+		o.errLock = newLane()
 	}
 	return o
 }
+
+// lane is one file the commands' output goes to: the right to write to it, and whose
+// line it was left in the middle of.
+type lane struct {
+	// tok is a token rather than a mutex so that a notice can stop waiting for it: a
+	// line blocked on a stdout nobody reads holds it for as long as that lasts.
+	tok chan struct{}
+	// open is the writer whose line the file was left in the middle of (a piece of a
+	// line longer than maxLine, or a last line without a newline), nil when the last
+	// write ended its line. Whoever writes next ends that line first, so a line is
+	// never continued by another's; but the next command's output follows a last
+	// line as the bytes came when verbatim (commands run one at a time). Both are
+	// guarded by tok.
+	open     *byte
+	verbatim bool
+}
+
+func newLane() *lane { return &lane{tok: make(chan struct{}, 1)} }
 
 // sameFile reports whether a and b write to one file: one writer, or two open files of
 // one terminal, pipe or file. A writer that wraps another (stderr that gives up on a
@@ -447,7 +470,8 @@ func sameFile(a, b io.Writer) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// maxLine is the longest line held back whole; a longer one goes out in pieces.
+// maxLine is the longest line held back whole; a longer one goes out in pieces, each
+// after a prefix of its own when another writer came between them.
 const maxLine = 64 << 10
 
 // readers are the line buffers of the pumps: two per command, each maxLine long,
@@ -457,14 +481,17 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, maxLin
 // pump passes r on to w a line at a time, and keeps its end in t (if not nil). A write
 // that fails is told to failed (if not nil) once; the rest of r is read and dropped,
 // so the command is never blocked on output that can go nowhere. passed (if not nil)
-// counts the bytes of r done with: written, or dropped.
-func (o *output) pump(r io.Reader, w io.Writer, lock chan struct{}, prefix string, t *tail, passed *atomic.Int64, failed func(error)) {
+// counts the bytes of r done with: written, or dropped. With join, a last line
+// without a newline is ended by whoever writes next (lines of commands run side by
+// side); without it, the next command's output follows it as the bytes came.
+func (o *output) pump(r io.Reader, w io.Writer, lock *lane, prefix string, join bool, t *tail, passed *atomic.Int64, failed func(error)) {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
 	defer func() {
 		br.Reset(nil)
 		readers.Put(br)
 	}()
+	me := new(byte) // this pump, as the writer of an open line
 	var buf []byte
 	midLine := false
 	var werr error
@@ -474,25 +501,34 @@ func (o *output) pump(r io.Reader, w io.Writer, lock chan struct{}, prefix strin
 			if t != nil {
 				_, _ = t.Write(chunk)
 			}
-			buf = buf[:0]
-			if !midLine {
-				buf = append(buf, prefix...)
-			}
-			buf = append(buf, chunk...)
-			if err != nil && err != bufio.ErrBufferFull && prefix != "" {
-				// A last line without its newline: end it, or the next command's
-				// prefixed line would start in the middle of it.
-				buf = append(buf, '\n')
-			}
-			midLine = err == bufio.ErrBufferFull
+			last := err != nil && err != bufio.ErrBufferFull
 			if werr == nil {
-				lock <- struct{}{}
+				lock.tok <- struct{}{}
+				buf = buf[:0]
+				if lock.open != nil && lock.open != me && !lock.verbatim {
+					// Another's line was left open: end it rather than continue it.
+					buf = append(buf, '\n')
+				}
+				if !midLine || lock.open != me {
+					buf = append(buf, prefix...)
+				}
+				buf = append(buf, chunk...)
+				if last && prefix != "" {
+					// A last line without its newline: end it, or the next command's
+					// prefixed line would start in the middle of it.
+					buf = append(buf, '\n')
+				}
+				lock.open, lock.verbatim = nil, false
+				if buf[len(buf)-1] != '\n' {
+					lock.open, lock.verbatim = me, last && !join
+				}
 				_, werr = w.Write(buf)
-				<-lock
+				<-lock.tok
 				if werr != nil && failed != nil {
 					failed(werr)
 				}
 			}
+			midLine = err == bufio.ErrBufferFull
 			if passed != nil {
 				passed.Add(int64(len(chunk)))
 			}
@@ -522,7 +558,7 @@ func joinLines(text string) string {
 // so, the next waits only if the lock is free: stderr is stuck behind its reader.
 func (o *output) line(ctx context.Context, text string) {
 	select {
-	case o.errLock <- struct{}{}:
+	case o.errLock.tok <- struct{}{}:
 	case <-o.quit:
 		if !o.lockWithin(outputDrain) {
 			return
@@ -532,7 +568,11 @@ func (o *output) line(ctx context.Context, text string) {
 			return
 		}
 	}
-	defer func() { <-o.errLock }()
+	defer func() { <-o.errLock.tok }()
+	if o.errLock.open != nil {
+		text = "\n" + text // a command's line left open: ours does not continue it
+		o.errLock.open, o.errLock.verbatim = nil, false
+	}
 	_, _ = io.WriteString(o.stderr, text+"\n")
 }
 
@@ -543,11 +583,11 @@ func (o *output) lockWithin(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case o.errLock <- struct{}{}:
+	case o.errLock.tok <- struct{}{}:
 		return true
 	case <-t.C:
 		select {
-		case o.errLock <- struct{}{}:
+		case o.errLock.tok <- struct{}{}:
 			return true
 		default:
 		}

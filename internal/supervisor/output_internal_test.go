@@ -32,7 +32,7 @@ func TestStuckStdoutDoesNotHoldUpStderr(t *testing.T) {
 		o := newOutput(stdout, &stderr, quit)
 		var pumps sync.WaitGroup
 		pumps.Go(func() {
-			o.pump(strings.NewReader("a line of the command's\n"), o.stdout, o.outLock, "", nil, nil, nil)
+			o.pump(strings.NewReader("a line of the command's\n"), o.stdout, o.outLock, "", false, nil, nil, nil)
 		})
 		synctest.Wait() // the pump is stuck in its write, holding stdout's lock
 		close(quit)
@@ -63,7 +63,7 @@ func TestOneStuckFileHoldsUpAStopOnce(t *testing.T) {
 			t.Fatal("one writer for both got two locks")
 		}
 		var pumps sync.WaitGroup
-		pumps.Go(func() { o.pump(strings.NewReader("x\n"), o.stdout, o.outLock, "", nil, nil, nil) })
+		pumps.Go(func() { o.pump(strings.NewReader("x\n"), o.stdout, o.outLock, "", false, nil, nil, nil) })
 		synctest.Wait()
 		close(quit)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -138,4 +138,61 @@ func TestHardStopDoesNotWaitForOutput(t *testing.T) {
 			t.Errorf("after the hard stop the drain waited %v", waited)
 		}
 	})
+}
+
+// A line longer than maxLine goes out in pieces; another command's line written
+// between two pieces used to continue it ("[p0 @0] xxx…[p1 @1] short" and then the
+// rest of the x's on a line with no prefix). Now it ends the open line first, and the
+// next piece starts a line with its own prefix, so no line is ever two commands'.
+func TestALongLineIsNeverContinuedByAnothers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		o := newOutput(&out, io.Discard, make(chan struct{}))
+		long, longW := io.Pipe()
+		short, shortW := io.Pipe()
+		var pumps sync.WaitGroup
+		pumps.Go(func() { o.pump(long, o.stdout, o.outLock, "[p0 @0] ", true, nil, nil, nil) })
+		pumps.Go(func() { o.pump(short, o.stdout, o.outLock, "[p1 @1] ", true, nil, nil, nil) })
+		x := strings.Repeat("x", maxLine)
+		go func() { _, _ = io.WriteString(longW, x) }()
+		synctest.Wait() // the first piece is out, its line open
+		_, _ = io.WriteString(shortW, "short\n")
+		_ = shortW.Close()
+		synctest.Wait()
+		_, _ = io.WriteString(longW, "yyy\n")
+		_ = longW.Close()
+		pumps.Wait()
+		want := "[p0 @0] " + x + "\n[p1 @1] short\n[p0 @0] yyy\n"
+		if got := out.String(); got != want {
+			t.Errorf("stdout %.60q…%q, want %.60q…%q", got, got[max(0, len(got)-40):], want, want[len(want)-40:])
+		}
+	})
+}
+
+// A last line without a newline: with commands run side by side (join) the next
+// command's output starts a line of its own, where it used to continue it
+// ("partialnext"); one at a time, the bytes follow as they came (`-- cat` of
+// payloads without newlines writes them back to back). A line of narad's own never
+// continues a command's.
+func TestALastLineWithoutNewline(t *testing.T) {
+	for _, c := range []struct {
+		join       bool
+		next, want string
+	}{
+		{true, "partial\nnext\n", "partial\nnext\noops\n[p0 @1] exit 1: nacked\n"},
+		{false, "partialnext\n", "partialnext\noops\n[p0 @1] exit 1: nacked\n"},
+	} {
+		var out bytes.Buffer
+		o := newOutput(&out, &out, make(chan struct{}))
+		o.pump(strings.NewReader("partial"), o.stdout, o.outLock, "", c.join, nil, nil, nil)
+		o.pump(strings.NewReader("next\n"), o.stdout, o.outLock, "", c.join, nil, nil, nil)
+		if got := out.String(); got != c.next {
+			t.Errorf("join %v: stdout %q, want %q", c.join, got, c.next)
+		}
+		o.pump(strings.NewReader("oops"), o.stderr, o.errLock, "", c.join, nil, nil, nil)
+		o.line(context.Background(), "[p0 @1] exit 1: nacked")
+		if got := out.String(); got != c.want {
+			t.Errorf("join %v: output %q, want %q", c.join, got, c.want)
+		}
+	}
 }
