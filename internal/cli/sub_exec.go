@@ -185,25 +185,26 @@ func parseExitCodes(s string) ([]int, error) {
 // the topic's visibility timeout, read from topic info.
 // tune, if any, adds to the supervisor's options.
 func newSupervisor(c *client.Client, opts *SubOptions, tune ...func(*supervisor.Options)) (*supervisor.Supervisor, time.Duration, error) {
+	// The topic's visibility timeout is the lease, unless --lease says otherwise; a
+	// --lease longer than it is refused, where the topic can be read: the node gives
+	// a message to another consumer once its visibility timeout passed without an
+	// extend, so extends every --lease/3 would lose every lease of a longer command.
+	t, err := lookTopic(c, opts)
 	lease := opts.Lease
 	if lease == 0 {
-		// The client bounds each attempt; --timeout bounds them all. Nothing is
-		// held or running yet, so the first signal ends the look (a node that takes
-		// the connection and never answers would hold it for minutes of retries).
-		ctx, cancel := opts.Context()
-		defer cancel()
-		if opts.Timeout > 0 {
-			var cancelT context.CancelFunc
-			ctx, cancelT = context.WithTimeout(ctx, opts.Timeout)
-			defer cancelT()
-		}
-		t, err := c.Topic(ctx, opts.Topic)
 		if err != nil {
 			return nil, 0, opts.apiFatal(c, err, opts.Topic)
 		}
 		lease = t.VisibilityTimeout()
 		if lease <= 0 {
 			lease = 30 * time.Second
+		}
+	} else if err == nil {
+		// A topic this consumer may not read (or a node that did not answer) leaves
+		// --lease as given: that is what the flag is for.
+		if v := t.VisibilityTimeout(); v > 0 && lease > v {
+			return nil, 0, usageErrorf("--lease %s is longer than %s's visibility timeout of %s, after which a message with no extend goes to another consumer (use --lease %s or less)",
+				roundDuration(lease), render.Escape(opts.Topic), roundDuration(v), roundDuration(v))
 		}
 	}
 	if err := opts.checkDeadLetter(c, opts.DeadLetter); err != nil {
@@ -222,6 +223,21 @@ func newSupervisor(c *client.Client, opts *SubOptions, tune ...func(*supervisor.
 		return nil, 0, usageErrorf("%v", err)
 	}
 	return s, lease, nil
+}
+
+// lookTopic reads the topic's info, bounded by the client's attempts, --timeout and
+// the first signal: nothing is held or running yet, so the first signal ends the look
+// (a node that takes the connection and never answers would hold it for minutes of
+// retries).
+func lookTopic(c *client.Client, opts *SubOptions) (*client.Topic, error) {
+	ctx, cancel := opts.Context()
+	defer cancel()
+	if opts.Timeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(ctx, opts.Timeout)
+		defer cancelT()
+	}
+	return c.Topic(ctx, opts.Topic)
 }
 
 // commandOptions are how a command is run per message, in exec mode and the canary
