@@ -135,8 +135,8 @@ func TestHostileNodeSendsANULInAHandleOrTopic(t *testing.T) {
 		t.Errorf("exit %d, stdout %q; want 1 and m7", r.code, r.stdout)
 	}
 	for _, want := range []string{
-		"[p1 @8] not run: the receipt handle the node sent holds a NUL byte, which no environment variable can pass: nacked (attempt 1)\n",
-		"[p1 @9] not run: the topic name the node sent holds a NUL byte, which no environment variable can pass: nacked (attempt 1)\n",
+		"[p1 @8] not run: the receipt handle the node sent holds a NUL byte, which no environment variable can pass: nacked at the end of the drain (attempt 1)\n",
+		"[p1 @9] not run: the topic name the node sent holds a NUL byte, which no environment variable can pass: nacked at the end of the drain (attempt 1)\n",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q: want %q", r.stderr, want)

@@ -215,6 +215,7 @@ func newSupervisor(c *client.Client, opts *SubOptions, tune ...func(*supervisor.
 	so.MaxAttempts, so.DeadLetter, so.DeadLetterFormat = opts.MaxAttempts, opts.DeadLetter, opts.DeadLetterFormat
 	so.Producer = c
 	so.CountMessages = opts.Count > 0
+	so.HoldFailuresToEnd = opts.Drain
 	for _, t := range tune {
 		t(&so)
 	}

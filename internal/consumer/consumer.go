@@ -80,7 +80,8 @@ type Options struct {
 	// Drain stops once a consume finds nothing ready while nothing of this run is held
 	// or being settled (an empty answer while something is may only mean a partition's
 	// in-flight cap: the loop waits for a settlement and asks again). Every consume
-	// asks without waiting.
+	// asks without waiting. Deliveries parked (Delivery.Park) are not waited for: the
+	// stop the drain's end then makes is what they wait for.
 	Drain bool
 	// NoAck settles nothing: leases lapse on their own.
 	NoAck bool
@@ -353,6 +354,10 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	t := &taker{ctx: ctx, take: take, stopping: w.stopping, src: src, h: h, pl: pl, s: s, c: &c, o: o}
 	reason, fatal := t.run()
 	w.tookLast()
+	if reason == StopDrained && fatal == nil && s.parkedNow() > 0 {
+		// What the handler parked waits for the end of the run: this is it.
+		w.stop(StopDrained)
+	}
 	reason = w.stopFor(reason, fatal)
 	if fatal != nil && o.OnFatal != nil {
 		o.OnFatal(fatal)

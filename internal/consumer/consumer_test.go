@@ -596,3 +596,66 @@ func TestPrinterStopAbandonsABlockedWriteAndGivesTheBatchBack(t *testing.T) {
 		t.Errorf("outcome %v, want interrupted", res.Outcome())
 	}
 }
+
+// A delivery the handler parks (a failure held until a drain ends, so that the node
+// does not offer it again) is not what a drain waits for: the drain ends once nothing
+// else is ready, and the stop it makes is what the parked delivery waits for, to be
+// given back. A drain waited for it as for anything held, and it waited for the
+// drain's end: neither ever came.
+func TestDrainDoesNotWaitForParkedDeliveries(t *testing.T) {
+	src := consumertest.New()
+	msgs := src.Add("t", 3)
+	var parked consumer.Delivery
+	h := &funcHandler{
+		slots: func(ctx context.Context) (int, error) { return 1, ctx.Err() },
+		handle: func(ctx context.Context, ds []consumer.Delivery) error {
+			for _, d := range ds {
+				if d.Message().ReceiptHandle == msgs[0].ReceiptHandle {
+					d.Park()
+					parked = d
+					continue
+				}
+				_ = d.Ack()
+			}
+			return nil
+		},
+		finish: func(ctx context.Context, stopping <-chan struct{}) error {
+			// Only a bound on a hang: the drain's end should have stopped the run.
+			t := time.NewTimer(20 * time.Second)
+			defer t.Stop()
+			select {
+			case <-stopping:
+				return parked.Nack(consumer.Declined)
+			case <-t.C:
+				return errors.New("the drain ended without a stop for what was parked")
+			}
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var res consumer.Result
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = consumer.Run(ctx, src, h, consumer.Options{Topic: "t", Drain: true})
+	}()
+	hang := time.NewTimer(30 * time.Second) // only a bound on a hang
+	defer hang.Stop()
+	select {
+	case <-done:
+	case <-hang.C:
+		cancel()
+		<-done
+		t.Fatal("the drain waited for the parked delivery and never ended")
+	}
+	if err != nil || res.Reason != consumer.StopDrained {
+		t.Fatalf("err %v reason %v, want drained", err, res.Reason)
+	}
+	if got := src.Handles(client.Nack); !slices.Equal(got, []string{msgs[0].ReceiptHandle}) {
+		t.Errorf("nacked %v, want the parked one", got)
+	}
+	if got := sorted(src.Handles(client.Ack)); !slices.Equal(got, sorted(handles(msgs[1:]))) {
+		t.Errorf("acked %v, want the others", got)
+	}
+}

@@ -68,6 +68,24 @@ type delivery struct {
 	leaseLost bool
 	lostWhy   string
 	lost      chan struct{}
+	parked    bool // see Park
+}
+
+// Park says the handler holds the delivery, its lease kept, only so that the node
+// does not offer it again before the run ends (a failure under --drain), when it
+// settles it: a drain does not wait for it, as it waits for what is held, to end.
+func (d Delivery) Park() {
+	s := d.d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, open := s.open[d.d]; !open || d.d.parked {
+		return
+	}
+	d.d.parked = true
+	s.parked++
+	// A drain waiting for a settlement to ask again asks now.
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // Message is the delivered message. It must not be modified.
@@ -227,6 +245,7 @@ type settler struct {
 	// own Extend) keeps their leases until the ack has its answer. A 502/503 outage
 	// of acks would otherwise let every lease lapse and the node deliver again.
 	acking      map[*delivery]struct{}
+	parked      int           // open deliveries parked (see Delivery.Park)
 	busy        int           // settlement requests on their way
 	changed     chan struct{} // closed and replaced whenever a settlement ends
 	unconfirmed []Unconfirmed
@@ -290,6 +309,10 @@ func (s *settler) claimAll(ds []*delivery, sending, acking bool) []*delivery {
 		claimed = append(claimed, d)
 		if !s.noAck {
 			delete(s.open, d)
+			if d.parked {
+				d.parked = false
+				s.parked--
+			}
 			if acking {
 				s.acking[d] = struct{}{}
 			}
@@ -313,12 +336,19 @@ func (s *settler) ended(sent bool) {
 	s.mu.Unlock()
 }
 
-// pending is how many deliveries are held or being settled, and a channel closed at
-// the next end of a settlement.
+// pending is how many deliveries are held (not parked) or being settled, and a
+// channel closed at the next end of a settlement or park.
 func (s *settler) pending() (int, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.open) + s.busy, s.changed
+	return len(s.open) - s.parked + s.busy, s.changed
+}
+
+// parkedNow is how many deliveries are parked.
+func (s *settler) parkedNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.parked
 }
 
 // unsettled returns the deliveries nobody settled.

@@ -242,6 +242,10 @@ func (s *settler) lose(d *delivery, why string) bool {
 		close(d.lost)
 	}
 	delete(s.open, d)
+	if d.parked {
+		d.parked = false
+		s.parked--
+	}
 	s.mu.Unlock()
 	s.c.leaseLost.Add(1)
 	s.ended(false)

@@ -65,6 +65,11 @@ type Options struct {
 	// others to share one request (default 5ms; the run's keeper keeps the lease
 	// meanwhile); a negative window acks each on its own.
 	AckWindow time.Duration
+	// HoldFailuresToEnd (--drain) holds a message whose command failed, its lease
+	// kept, until the run ends, and then gives it back, unless MaxAttempts will try it
+	// again: a drain ends once nothing else is ready, where a failure given back
+	// was ready again at once and the drain never ended.
+	HoldFailuresToEnd bool
 	// AckExitCodes are exit codes that ack besides 0.
 	AckExitCodes []int
 	// CountMessages makes the Supervisor count the messages it finishes for the
@@ -594,8 +599,15 @@ func (s *Supervisor) deadLettered(ctx context.Context, d consumer.Delivery, r re
 // is what is done with it, for its line on stderr.
 func (s *Supervisor) retryLater(ctx context.Context, d consumer.Delivery, r result, f failure, verdict string) finish {
 	hold := s.holdFor(f.n)
+	park := s.o.HoldFailuresToEnd && s.o.MaxAttempts == 0
 	if chans.Closed(s.stopping) || ctx.Err() != nil || isLost(d) {
+		hold, park = 0, false
+	}
+	if park {
+		// Held until the run ends: not among the holds that bound the slots, since
+		// the drain takes no message twice and so cannot pile them up.
 		hold = 0
+		verdict += " at the end of the drain"
 	}
 	// A held message keeps its lease but not its run slot: see Slots.
 	s.update(func() {
@@ -611,6 +623,10 @@ func (s *Supervisor) retryLater(ctx context.Context, d consumer.Delivery, r resu
 	if hold > 0 {
 		s.waitHold(ctx, d.Lost(), hold)
 		defer s.update(func() { s.holding-- })
+	}
+	if park {
+		d.Park()
+		s.waitHold(ctx, d.Lost(), -1)
 	}
 	if isLost(d) {
 		s.letGo(ctx, d, r)
@@ -645,12 +661,17 @@ func (s *Supervisor) letGo(ctx context.Context, d consumer.Delivery, r result) {
 	s.out.notice(ctx, d.Message(), fmt.Sprintf("%s: %s; nothing settled, it may be delivered again", what, d.LostWhy()))
 }
 
-// waitHold holds the lease for d, or less at a stop or once lost closes.
+// waitHold holds the lease for d (a negative d: until the stop), or less at a stop or
+// once lost closes.
 func (s *Supervisor) waitHold(ctx context.Context, lost <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	var over <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		over = t.C
+	}
 	select {
-	case <-t.C:
+	case <-over:
 	case <-lost:
 	case <-s.stopping:
 	case <-ctx.Done():
