@@ -38,9 +38,13 @@ func (b *bench) metrics() []row {
 			k.fill("d", b.drainN)
 			argv := append([]string{"--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
 				b.narad, "sub", "d", "--drain", "-o", "raw"}, extra...)
-			cmd := exec.Command("valgrind", argv...)
-			cmd.Env = append(os.Environ(), k.env()...)
-			out, _ := cmd.CombinedOutput()
+			cmd := exec.Command("valgrind", append(argv, "--stats=json")...)
+			cmd.Env = append(append(os.Environ(), k.env()...), valgrindSafe)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), fmt.Sprintf(`{"received":%d,`, b.drainN)) {
+				// A broken run counts what ran until it broke: no drain's count.
+				fatalf("the drain under valgrind did not take all %d messages (%v): %s", b.drainN, err, out)
+			}
 			for _, line := range strings.Split(string(out), "\n") {
 				if _, refs, ok := strings.Cut(line, "I   refs:"); ok {
 					n, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(refs), ",", ""), 64)
