@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -31,12 +30,8 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	defer stopWatch()
 	rctx, cancelRead := chans.Context(sctx, readerGone)
 	defer cancelRead()
-	ctx := rctx
-	if timeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(rctx, timeout)
-		defer cancelT()
-	}
+	ctx, cancelT := withTimeout(rctx, timeout)
+	defer cancelT()
 	var buf []byte
 	// A stdout nobody reads must not hold the write, and the run with it, past the
 	// signal or the timeout that ends it.

@@ -268,3 +268,12 @@ func afterOr(start <-chan struct{}, d time.Duration, early, done <-chan struct{}
 func (s *Signals) softContext() (context.Context, context.CancelFunc) {
 	return chans.Context(s.Hard, s.Soft)
 }
+
+// withTimeout is ctx bounded by d (a --timeout), or ctx itself, with nothing to
+// cancel, when d is 0 (none given).
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}

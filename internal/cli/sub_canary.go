@@ -44,12 +44,8 @@ func canaryRun(opts *SubOptions) (exit error) {
 	// context, which only the second ends.
 	sctx, cancel := opts.Context()
 	defer cancel()
-	ctx := sctx
-	if opts.Timeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(sctx, opts.Timeout)
-		defer cancelT()
-	}
+	ctx, cancelT := withTimeout(sctx, opts.Timeout)
+	defer cancelT()
 	// A reader of stdout that went away while the canary waits at the tail ends the
 	// reading, as a command's write that finds it gone does (exit 0).
 	rctx, cancelRead := context.WithCancel(ctx)

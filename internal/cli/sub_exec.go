@@ -231,13 +231,10 @@ func newSupervisor(c *client.Client, opts *SubOptions, tune ...func(*supervisor.
 // (a node that takes the connection and never answers would hold it for minutes of
 // retries).
 func lookTopic(c *client.Client, opts *SubOptions) (*client.Topic, error) {
-	ctx, cancel := opts.Context()
+	sctx, cancel := opts.Context()
 	defer cancel()
-	if opts.Timeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(ctx, opts.Timeout)
-		defer cancelT()
-	}
+	ctx, cancelT := withTimeout(sctx, opts.Timeout)
+	defer cancelT()
 	return c.Topic(ctx, opts.Topic)
 }
 

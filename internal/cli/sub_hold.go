@@ -273,13 +273,10 @@ func either(ended, a, b <-chan struct{}) <-chan struct{} {
 // taken. It ends when the screen is gone, at a signal, or at --timeout.
 func holdPeek(c *client.Client, opts *SubOptions, feed *hold.Feed, ended <-chan struct{}) error {
 	ro := peekReplay(opts)
-	ctx, cancel := opts.Context()
+	sctx, cancel := opts.Context()
 	defer cancel()
-	if opts.Timeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(ctx, opts.Timeout)
-		defer cancelT()
-	}
+	ctx, cancelT := withTimeout(sctx, opts.Timeout)
+	defer cancelT()
 	go func() {
 		<-ended
 		cancel()
