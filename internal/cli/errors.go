@@ -164,6 +164,7 @@ func transportHint(base string, err error) string {
 		netErr   net.Error
 		pathErr  *fs.PathError
 	)
+	cert := certificateHint(err)
 	switch {
 	case errors.As(err, &execErr):
 		return "fix --template"
@@ -181,9 +182,9 @@ func transportHint(base string, err error) string {
 		// A file's error (stdout on a full disk: its errno passes for a net.Error):
 		// the node has nothing to do with it.
 		return ""
-	case certificateHint(err) != "":
+	case cert != "":
 		// The node was reached: its certificate is what to look at, not the address.
-		return certificateHint(err)
+		return cert
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
 		if base == config.DefaultServer && errors.Is(err, syscall.ECONNREFUSED) {
 			// Most likely a first run with no broker yet: say how to get one.

@@ -84,8 +84,7 @@ func (d Delivery) Park() {
 	d.d.parked = true
 	s.parked++
 	// A drain waiting for a settlement to ask again asks now.
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.wake()
 }
 
 // Message is the delivered message. It must not be modified.
@@ -308,11 +307,7 @@ func (s *settler) claimAll(ds []*delivery, sending, acking bool) []*delivery {
 		}
 		claimed = append(claimed, d)
 		if !s.noAck {
-			delete(s.open, d)
-			if d.parked {
-				d.parked = false
-				s.parked--
-			}
+			s.close(d)
 			if acking {
 				s.acking[d] = struct{}{}
 			}
@@ -331,9 +326,24 @@ func (s *settler) ended(sent bool) {
 	if sent {
 		s.busy--
 	}
+	s.wake()
+	s.mu.Unlock()
+}
+
+// wake wakes whoever waits for the next end of a settlement or a park (pending's
+// channel); s.mu is held.
+func (s *settler) wake() {
 	close(s.changed)
 	s.changed = make(chan struct{})
-	s.mu.Unlock()
+}
+
+// close takes d out of what is held, parked or not; s.mu is held.
+func (s *settler) close(d *delivery) {
+	delete(s.open, d)
+	if d.parked {
+		d.parked = false
+		s.parked--
+	}
 }
 
 // pending is how many deliveries are held (not parked) or being settled, and a

@@ -241,11 +241,7 @@ func (s *settler) lose(d *delivery, why string) bool {
 	if d.lost != nil {
 		close(d.lost)
 	}
-	delete(s.open, d)
-	if d.parked {
-		d.parked = false
-		s.parked--
-	}
+	s.close(d)
 	s.mu.Unlock()
 	s.c.leaseLost.Add(1)
 	s.ended(false)
