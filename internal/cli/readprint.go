@@ -41,7 +41,7 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	// and on, as Run passes it to --filter: nothing is held, so the first signal.
 	r = r.WithContext(ctx)
 	e.waitOutNodeLoss(c, &ro)
-	e.noteGone(&ro)
+	e.noteReadGaps(&ro)
 	var printed atomic.Int64
 	var src replay.Source = c
 	stopWaiting := func() {}
@@ -102,17 +102,14 @@ func runReplay(e runEnv, c *client.Client, r *render.Renderer, ro replay.Options
 	return nil
 }
 
-// waitOutNodeLoss makes a follow read (replay --follow, sub --peek, the canary) wait
-// out a node it reached and then lost, with the lines a long-running sub writes: a
-// watch left running must not end because its node restarted.
-// noteGone has a read say on stderr where it skipped offsets retention dropped:
+// noteReadGaps has a read say on stderr where it skipped offsets retention dropped:
 // an --offset before the partition's oldest, or a read overtaken by retention.
 // Nothing else would tell "gone" from "never there".
 //
 // A watch from the tail also says when it cannot start a partition yet (topic info
 // gave no tail for it, its owner down) and when it does: that partition's messages of
 // the meantime are not shown.
-func (e runEnv) noteGone(ro *replay.Options) {
+func (e runEnv) noteReadGaps(ro *replay.Options) {
 	ro.OnTailUnknown = func(p int) {
 		fmt.Fprintf(e.IO.ErrOut, "narad: note: partition %d: the node gives no tail for it (its owner is down?): watched from its tail once it does\n", p)
 	}
@@ -137,6 +134,9 @@ func (e runEnv) noteGone(ro *replay.Options) {
 	}
 }
 
+// waitOutNodeLoss makes a follow read (replay --follow, sub --peek, the canary) wait
+// out a node it reached and then lost, with the lines a long-running sub writes: a
+// watch left running must not end because its node restarted.
 func (e runEnv) waitOutNodeLoss(c *client.Client, ro *replay.Options) {
 	if ro.Follow {
 		ro.OnNodeLost, ro.OnNodeBack = e.nodeNotices(c)

@@ -58,7 +58,7 @@ func canaryRun(opts *SubOptions) (exit error) {
 	read := canaryRead{can: can, hard: opts.Signals.Hard}
 	stopTimeout := opts.announceTimeout(opts.Timeout, opts.Timeout, can)
 	opts.waitOutNodeLoss(c, &ro)
-	opts.noteGone(&ro)
+	opts.noteReadGaps(&ro)
 	var src replay.Source = c
 	stopWaiting := func() {}
 	if ro.Count > 0 && opts.Timeout == 0 {

@@ -24,7 +24,7 @@ import (
 )
 
 // DefaultServer is the node used when nothing else names one.
-const DefaultServer = "http://127.0.0.1:7942"
+const DefaultServer = "http://127.0.0.1:" + DefaultPort
 
 // Context is one saved connection.
 type Context struct {

@@ -147,7 +147,7 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 		if !progressed {
 			if (o.Partition == nil || r.tailsUnknown()) && w.now().Sub(checked) >= o.PartitionCheck {
 				checked = w.now()
-				r.addPartitions(ctx)
+				r.lookAgain(ctx)
 			}
 			if err := sleep(ctx, w.pause(o.PollInterval)); err != nil {
 				return r.emitted, err
@@ -156,12 +156,13 @@ func Run(ctx context.Context, src Source, o Options, emit func(*client.Message) 
 	}
 }
 
-// addPartitions follows the partitions the topic gained since the read started
-// (topic edit --partitions), from their oldest message: all of it came after the
-// start. A consumer is handed them by the node; a follow that never asked again
-// would miss them for good. A failed look is left to the next (the reads say what
-// is wrong).
-func (r *reading) addPartitions(ctx context.Context) {
+// lookAgain asks for the topic again while a follow finds nothing new: it starts the
+// partitions whose tail was unknown where it now is (findTails), and, reading every
+// partition, follows the ones the topic gained since the read started (topic edit
+// --partitions), from their oldest message: all of it came after the start. A
+// consumer is handed them by the node; a follow that never asked again would miss
+// them for good. A failed look is left to the next (the reads say what is wrong).
+func (r *reading) lookAgain(ctx context.Context) {
 	t, err := r.src.Topic(ctx, r.o.Topic)
 	if err != nil {
 		return
