@@ -251,8 +251,11 @@ func (b *Bench) consume(ctx context.Context, produced int64) (ConsumeReport, err
 			// consumes in flight finish (they do not wait, so they are answered at
 			// once) and ends a wait for a lost node, which a handler that is handed
 			// nothing never sees; the handler gives back what it is handed after it.
+			// The produce phase reached the node (this phase runs only if it took
+			// something), so a loop whose first consume finds it gone waits it out
+			// like the others rather than failing the run.
 			res, err := consumer.Run(ctx, b.c, h, consumer.Options{Topic: o.Topic, Drain: true, Stop: o.Stop,
-				OnNodeLost: node.onLost, OnNodeBack: node.onBack})
+				Reached: true, OnNodeLost: node.onLost, OnNodeBack: node.onBack})
 			mu.Lock()
 			defer mu.Unlock()
 			stats = addStats(stats, res.Stats)

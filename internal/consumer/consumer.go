@@ -108,6 +108,10 @@ type Options struct {
 	// ReconnectMax is the longest pause between consumes while the node, once
 	// reached, cannot be reached; 0 means 5s. A node never reached fails the run.
 	ReconnectMax time.Duration
+	// Reached says the node was reached before this run (bench's produce phase, just
+	// before its consume loops): then a first consume that finds it unreachable waits
+	// it out as a node lost, rather than failing the run as a wrong address would.
+	Reached bool
 	// OnNodeLost is called (from the loop) when a node that was reached stops
 	// answering, with the error; the run goes on retrying. OnNodeBack is called when
 	// it answers again. Either may be nil.
@@ -351,7 +355,7 @@ func Run(ctx context.Context, src Source, h Handler, o Options) (Result, error) 
 	}
 	go w.watch(pl.OutputGone)
 
-	t := &taker{ctx: ctx, take: take, stopping: w.stopping, src: src, h: h, pl: pl, s: s, c: &c, o: o}
+	t := &taker{ctx: ctx, take: take, stopping: w.stopping, src: src, h: h, pl: pl, s: s, c: &c, o: o, reached: o.Reached}
 	reason, fatal := t.run()
 	w.tookLast()
 	if reason == StopDrained && fatal == nil && s.parkedNow() > 0 {
