@@ -1,12 +1,17 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchBatchBody is a 100-message batch answer as a v3.1 node writes it: JSON payloads,
@@ -115,5 +120,49 @@ func BenchmarkSingleConsumeAck(b *testing.B) {
 		if _, err := c.Settle(ctx, "orders", Ack, []string{res.Messages[0].ReceiptHandle}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSingleConsumeAckRawHTTP is BenchmarkSingleConsumeAck done as bench/run's
+// older-node baseline does it, with nothing of the client's: what the client layer
+// costs a message on an older node is the difference.
+func BenchmarkSingleConsumeAckRawHTTP(b *testing.B) {
+	msg := []byte(`{"topic":"orders","partition":1,"offset":7,"payload":"7","timestamp":1790623277,"receipt_handle":"1:7:3327358780392153864"}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(msg)
+	}))
+	defer srv.Close()
+	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	do := func(method, u string) []byte {
+		req, err := http.NewRequest(method, u, bytes.NewReader(nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return body
+	}
+	base := srv.URL + "/v1/topics/orders"
+	b.ReportAllocs()
+	for b.Loop() {
+		var m struct {
+			ReceiptHandle string `json:"receipt_handle"`
+		}
+		if err := json.Unmarshal(do(http.MethodGet, base+"/consume"), &m); err != nil {
+			b.Fatal(err)
+		}
+		do(http.MethodPost, base+"/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle))
 	}
 }

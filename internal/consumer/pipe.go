@@ -107,6 +107,9 @@ type pipeState struct {
 	// graceOver is closed when the run's grace after a stop is over (nil if it has
 	// none): the line in the pipe goes back then, as a last try.
 	graceOver <-chan struct{}
+	// stop is the run's early stop (nil if it has none): what waits behind the line in
+	// the pipe goes back when it closes (see giveBackAtStop).
+	stop <-chan struct{}
 
 	start sync.Once
 	// wroteAll is closed when the writer ends: every line was written and taken, or
@@ -133,10 +136,11 @@ type pipeState struct {
 	// closing: the loop hands over nothing more (Finish); the writer ends once it has
 	// written and seen taken what it has. ended: the pipe is given up (reader gone,
 	// a write failed, or the run gave back what waited): nothing is written any more.
-	closing, ended bool
-	wake           chan struct{} // cap 1: a line was queued, or the run changed state
-	changed        chan struct{} // closed and replaced when the held lines shrink, if watched
-	watched        bool          // someone waits on changed (slots, drain)
+	// stopped: the run's early stop came; nothing more is queued.
+	closing, ended, stopped bool
+	wake                    chan struct{} // cap 1: a line was queued, or the run changed state
+	changed                 chan struct{} // closed and replaced when the held lines shrink, if watched
+	watched                 bool          // someone waits on changed (slots, drain)
 	// taken are lines the reader took whose acks wait to go out together: one ack
 	// request and one acker wake-up per line made a pipe drain several times slower.
 	// They go to the ackers at a full batch, whenever the writer would wait (nothing
@@ -158,14 +162,33 @@ func (ps *pipeState) run() {
 	ps.start.Do(func() {
 		go ps.writer()
 		go ps.watcher()
+		if ps.stop != nil {
+			go ps.giveBackAtStop()
+		}
 	})
+}
+
+// giveBackAtStop gives back what waits behind the line in the pipe as soon as the run's
+// early stop comes. The loop calls Finish only after the consumes still on their way
+// have come back, a long poll's wait later (up to a second), which could outlast a
+// short --shutdown-grace and leave the give-back a last try.
+func (ps *pipeState) giveBackAtStop() {
+	select {
+	case <-ps.stop:
+	case <-ps.wroteAll:
+		return
+	}
+	ps.mu.Lock()
+	ps.stopped = true
+	ps.mu.Unlock()
+	ps.giveBackQueued()
 }
 
 // push queues lines for the writer. False means the pipe was given up: nothing was
 // queued, and the caller gives them back.
 func (ps *pipeState) push(ls []pipeLine) bool {
 	ps.mu.Lock()
-	if ps.ended || ps.closing {
+	if ps.ended || ps.closing || ps.stopped {
 		ps.mu.Unlock()
 		return false
 	}
@@ -573,6 +596,14 @@ func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
 	ps.probe.restore()
 }
 
+// stoppedOnly reports that lines are refused because of the run's stop, with the pipe
+// itself still there.
+func (ps *pipeState) stoppedOnly() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.stopped && !ps.ended
+}
+
 // giveBackQueued gives back the lines not yet in the pipe, but for the one that will
 // confirm a page the reader has (or may yet) take.
 func (ps *pipeState) giveBackQueued() {
@@ -636,7 +667,15 @@ func (ps *pipeState) handle(ctx context.Context, p *Printer, ds []Delivery) erro
 		if err := ps.writeErr(); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-		return fmt.Errorf("%w: the reader went away", ErrOutputClosed)
+		if !ps.stoppedOnly() {
+			return fmt.Errorf("%w: the reader went away", ErrOutputClosed)
+		}
+		// The stop came while these were rendered (it may have cut the rendering,
+		// which is said as at any other stop): they went back with the rest.
+		if renderErr != nil && p.cut(renderErr, ds[len(ends)].Message()) {
+			return fmt.Errorf("%w: %w", ErrStopped, renderErr)
+		}
+		return fmt.Errorf("%w: rendered after the stop", ErrStopped)
 	}
 	if err := ps.writeErr(); err != nil {
 		return fmt.Errorf("write output: %w", err)

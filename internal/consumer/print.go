@@ -74,8 +74,14 @@ const abandonGrace = 200 * time.Millisecond
 // stopOn makes a write still blocked when ch closes (Run passes its early stop: a
 // signal or the timeout) give up: the batch is given back whole and the run ends. The
 // abandoned write may still complete later, so those lines can be printed and
-// delivered again: at least once, never lost.
-func (p *Printer) stopOn(ch <-chan struct{}) { p.stop = ch }
+// delivered again: at least once, never lost. For a pipe, the lines waiting behind the
+// one in it go back when ch closes.
+func (p *Printer) stopOn(ch <-chan struct{}) {
+	p.stop = ch
+	if p.pipe != nil {
+		p.pipe.stop = ch
+	}
+}
 
 // NewPrinter writes to w what r renders.
 func NewPrinter(w io.Writer, r LineRenderer) *Printer {
