@@ -40,10 +40,16 @@ func newContextCmd(f *Factory) *cobra.Command {
 	return cmd
 }
 
-// loadConfig is the config file; one that cannot be read or parsed is bad input
-// (exit 2), as it is for every other command.
-func loadConfig(e runEnv) (*config.File, error) {
-	cfg, err := e.Config()
+// loadConfig is the config file; one that cannot be read or parsed, or that --config
+// names and is not there, is bad input (exit 2), as it is for every other command.
+func loadConfig(e runEnv) (*config.File, error) { return warnedConfig(e, e.Config) }
+
+// loadConfigToWrite is loadConfig for context add, which creates the file --config
+// names when it is not there yet.
+func loadConfigToWrite(e runEnv) (*config.File, error) { return warnedConfig(e, e.ConfigToWrite) }
+
+func warnedConfig(e runEnv, load func() (*config.File, error)) (*config.File, error) {
+	cfg, err := load()
 	if err != nil {
 		return nil, exitWith(ExitUsage, err)
 	}
@@ -175,7 +181,7 @@ func contextPassword(f *Factory, user, passwordFlag bool) (string, error) {
 }
 
 func contextAddRun(opts *ContextAddOptions) error {
-	cfg, err := loadConfig(opts.runEnv)
+	cfg, err := loadConfigToWrite(opts.runEnv)
 	if err != nil {
 		return err
 	}

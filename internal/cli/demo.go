@@ -59,6 +59,13 @@ func demoRun(opts *DemoOptions) error {
 		return exitWith(ExitFailed, err)
 	}
 	defer os.RemoveAll(dir)
+	// The steps read an empty config of their own (--config), never the user's: a
+	// context there is meant for the user's node. It is written, as --config must
+	// name a file that exists.
+	emptyConfig := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(emptyConfig, nil, 0o600); err != nil {
+		return exitWith(ExitFailed, err)
+	}
 	png := filepath.Join(dir, "logo.png")
 	if err := os.WriteFile(png, []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), 0o600); err != nil {
 		return exitWith(ExitFailed, err)
@@ -108,7 +115,7 @@ func demoRun(opts *DemoOptions) error {
 		// (`narad demo > file` from a terminal gets no colour codes in the file).
 		ios.SetTTY(opts.IO.IsStdinTTY(), opts.IO.IsStdoutTTY(), opts.IO.IsStdoutTTY())
 		child := &Factory{IO: &ios, Getenv: demoGetenv(opts.Getenv), Now: opts.Now, Signals: opts.Signals}
-		args := append([]string{"--server", b.URL(), "--config", filepath.Join(dir, "config.yaml")}, s.args...)
+		args := append([]string{"--server", b.URL(), "--config", emptyConfig}, s.args...)
 		if code := Run(child, args); code != ExitOK {
 			return exitWith(code, fmt.Errorf("demo step failed: narad %s", strings.Join(s.args, " ")))
 		}

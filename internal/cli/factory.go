@@ -90,9 +90,11 @@ type runEnv struct {
 	// work (see Factory.Client); ClientWith adjusts its config first.
 	Client     func(extra ...client.Hook) (*client.Client, error)
 	ClientWith func(adjust func(*client.Config), extra ...client.Hook) (*client.Client, error)
-	// Connection is where to connect and with which credentials; Config the config file.
-	Connection func() (config.Connection, error)
-	Config     func() (*config.File, error)
+	// Connection is where to connect and with which credentials; Config the config
+	// file, and ConfigToWrite the same for a command that may create it.
+	Connection    func() (config.Connection, error)
+	Config        func() (*config.File, error)
+	ConfigToWrite func() (*config.File, error)
 
 	// Verbose is -v: each request logged on stderr.
 	Verbose bool
@@ -119,23 +121,24 @@ func (f *Factory) runEnv() runEnv {
 		now = time.Now
 	}
 	return runEnv{
-		IO:          f.IO,
-		Getenv:      f.Getenv,
-		Now:         now,
-		Signals:     f.Signals,
-		ReadSecret:  f.ReadSecret,
-		Context:     f.Context,
-		Client:      f.Client,
-		ClientWith:  f.clientWith,
-		Connection:  f.Connection,
-		Config:      f.Config,
-		Verbose:     f.global.verbose,
-		StdinTaken:  f.global.passwordStdin,
-		ServerFlag:  f.global.server,
-		ContextFlag: f.global.context,
-		ConfigFlag:  f.global.configPath,
-		export:      f.export,
-		tune:        f.tune,
+		IO:            f.IO,
+		Getenv:        f.Getenv,
+		Now:           now,
+		Signals:       f.Signals,
+		ReadSecret:    f.ReadSecret,
+		Context:       f.Context,
+		Client:        f.Client,
+		ClientWith:    f.clientWith,
+		Connection:    f.Connection,
+		Config:        f.Config,
+		ConfigToWrite: f.ConfigToWrite,
+		Verbose:       f.global.verbose,
+		StdinTaken:    f.global.passwordStdin,
+		ServerFlag:    f.global.server,
+		ContextFlag:   f.global.context,
+		ConfigFlag:    f.global.configPath,
+		export:        f.export,
+		tune:          f.tune,
 	}
 }
 
@@ -182,8 +185,25 @@ func (f *Factory) ConfigPath() (string, error) {
 	return config.DefaultPath(f.Getenv)
 }
 
-// Config loads the config file.
+// Config loads the config file. A file named by --config must be there: a mistyped
+// path would otherwise be read as an empty config, and the command would go to the
+// default server without a context and without a word (kubectl --kubeconfig refuses
+// it too). NARAD_CONFIG, like KUBECONFIG, and the default path may name a file not
+// written yet: a fresh machine, or a job that gives each run a config of its own.
 func (f *Factory) Config() (*config.File, error) {
+	cfg, err := f.ConfigToWrite()
+	if err != nil {
+		return nil, err
+	}
+	if f.global.configPath != "" && !cfg.Exists() {
+		return nil, fmt.Errorf("config %s does not exist (check the --config path; narad context add with it creates the file)", cfg.Path())
+	}
+	return cfg, nil
+}
+
+// ConfigToWrite loads the config file, empty where there is none yet, --config's
+// included: for context add, which creates it.
+func (f *Factory) ConfigToWrite() (*config.File, error) {
 	path, err := f.ConfigPath()
 	if err != nil {
 		return nil, err

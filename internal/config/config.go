@@ -46,6 +46,8 @@ type File struct {
 
 	path string
 	mode os.FileMode // as read, for PermissionWarning; 0 when there was no file
+	// exists is whether there was a file to read: a missing one loads as empty.
+	exists bool
 	// unknown are the fields of the file narad does not know, as "line N: NAME", for
 	// UnknownFieldsWarning.
 	unknown []string
@@ -92,7 +94,7 @@ func Load(path string) (*File, error) {
 		}
 		return nil, fmt.Errorf("cannot read config %s: %w (fix it, or name another file with --config)", path, err)
 	}
-	f.mode = mode
+	f.mode, f.exists = mode, true
 	if err := yaml.Unmarshal(data, f); err != nil {
 		// A type error spans lines ("unmarshal errors:\n  line 1: ..."): folded, so
 		// the reason stays on the one line an error gets.
@@ -147,6 +149,9 @@ func (f *File) UnknownFieldsWarning() string {
 
 // Path is where the file was read from and will be saved to.
 func (f *File) Path() string { return f.path }
+
+// Exists reports whether Load found a file at Path (a missing one loads as empty).
+func (f *File) Exists() bool { return f.exists }
 
 // Save writes the file atomically with mode 0600, since it may hold passwords. A
 // config that is a symlink (kept with the dotfiles) is written through to the file
