@@ -93,6 +93,8 @@ func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 			"bytes retained, and, where the node's /metrics is readable, messages in flight\n" +
 			"(leased, not yet acked) and lag (messages consumers can still take). A user with\n" +
 			"only consume grants sees what those grants allow; what cannot be read shows as -.\n" +
+			"A TOPIC named that does not exist is a line on stderr rather than a row, and the\n" +
+			"exit is 1 once the others are shown (with -o json its row has \"error\").\n" +
 			"With -o json: {\"topics\":[{\"name\",\"partitions\",\"messages_retained\",\"size_bytes\",\n" +
 			"\"in_flight\"?,\"lag\"?,\"partial\"?,\"error\"?}]}.\n\n" +
 			"--watch refreshes every --interval (2s), adding each topic's produce and consume\n" +
@@ -203,13 +205,27 @@ func statusRun(opts *StatusOptions) error {
 		return opts.apiFatal(c, rows[0].err, "")
 	}
 
+	// A topic named that is not there (a typo) fails the command, as kubectl get a b
+	// does: exit 1 once what is there was shown, and a line for each that is not. A
+	// topic listed by the node and gone before its look was there: a row of dashes.
+	named := len(opts.Topics) > 0
 	if opts.Output == "json" {
+		// The document keeps a row for every topic named, in the order named, the
+		// missing ones with their "error": a script finds them there, and the exit
+		// code tells one under set -e that something named was not there.
 		if err := opts.printJSON(struct {
 			Topics []TopicStatus `json:"topics"`
 		}{nonNil(rows)}); err != nil {
 			return err
 		}
-		if len(rows) > 0 && allFailed(rows) {
+		missing := 0
+		for _, r := range rows {
+			if named && notThere(r) {
+				missing++
+				fmt.Fprintf(opts.IO.ErrOut, "narad: %s\n", render.Escape(opts.rowProblem(c, r)))
+			}
+		}
+		if missing > 0 || len(rows) > 0 && allFailed(rows) {
 			// As in text: nothing could be read, whatever the document says per topic.
 			return exitWith(ExitFailed, nil)
 		}
@@ -223,22 +239,31 @@ func statusRun(opts *StatusOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "narad: in flight and lag not shown: %s\n", render.Escape(metricsProblem(merr)))
 	}
 	table := make([][]string, 0, len(rows))
-	failed := 0
+	failed, missing := 0, 0
 	for _, r := range rows {
 		if r.Error != "" {
 			failed++
 			fmt.Fprintf(opts.IO.ErrOut, "narad: %s\n", render.Escape(opts.rowProblem(c, r)))
 		}
+		if named && notThere(r) {
+			missing++
+			continue // shown on stderr only: a row of dashes would say it exists
+		}
 		table = append(table, statusCells(r))
 	}
-	if err := opts.printTable(statusHeaders, table); err != nil {
-		return err
+	if len(table) > 0 {
+		if err := opts.printTable(statusHeaders, table); err != nil {
+			return err
+		}
 	}
-	if failed == len(rows) {
+	if missing > 0 || failed == len(rows) {
 		return exitWith(ExitFailed, nil)
 	}
 	return nil
 }
+
+// notThere reports a topic the node does not have (404).
+func notThere(r TopicStatus) bool { return client.StatusOf(r.err) == http.StatusNotFound }
 
 // rowProblem is the line for a topic that could not be read, with the hint the same
 // failure gets as a command's fatal line (a topic not there: where to see the names),
