@@ -116,7 +116,8 @@ func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 			"--wait-empty polls the topics named every --interval until the node's metrics say\n" +
 			"nothing is ready or in flight on any of them, then exits 0: for CI, the workers\n" +
 			"drained it. At --timeout it exits 3 and says what is left per topic; without one,\n" +
-			"it says once after 30s what it still waits for. Where the\n" +
+			"it says once after 30s what it still waits for. A node that answers 503 (busy)\n" +
+			"is waited for, the first look included; looks still failing after 30s say why. Where the\n" +
 			"metrics cannot be read (401, 403, 404), or say nothing of a topic, it says so\n" +
 			"and exits 1 rather than guess. With -o json: {\"empty\",\"waited_seconds\",\n" +
 			"\"topics\":[{\"name\",\"ready\",\"in_flight\",\"unseen\"?}]}.",

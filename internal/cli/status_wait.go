@@ -119,6 +119,7 @@ func statusWaitEmpty(opts *StatusOptions) error {
 	var last []waitTopic // the last state known, for the timeout's report
 	var lastErr error    // the last look's error, when it failed
 	said := false        // the still-waiting line is out
+	saidFailing := false // the line saying why the looks fail is out
 	for n := 0; ; n++ {
 		rows, _, merr := readStatus(look, c, opts.Topics)
 		if ctx.Err() != nil {
@@ -143,15 +144,28 @@ func statusWaitEmpty(opts *StatusOptions) error {
 		switch {
 		case errors.Is(err, errWaitUnknown):
 			return exitWith(ExitFailed, err)
-		case err != nil && (n == 0 || !retryable(err)):
+		case err != nil && (n == 0 && !answeredBusy(err) || !retryable(err)):
 			// A node never reached, a topic that is not there, a refusal: waiting
-			// would not change it. Later on, a node that went away may come back.
+			// would not change it. Later on, a node that went away may come back; a
+			// node that answers it is busy (503: a partition's owner unavailable) was
+			// reached, and is waited for from the first look on.
 			if topic != "" {
 				err = fmt.Errorf("%s: %w", render.Escape(topic), err)
 			}
 			return opts.apiFatal(c, err, topic)
 		case err != nil:
 			lastErr = err
+			if !saidFailing && opts.Now().Sub(start) >= waitingNoticeAfter {
+				// Looks that keep failing tell nothing of the topics: say once why
+				// the wait goes on, so that it never goes on without a word.
+				saidFailing = true
+				if topic != "" {
+					err = fmt.Errorf("%s: %w", render.Escape(topic), err)
+				}
+				fmt.Fprintf(opts.IO.ErrOut, "narad: still waiting after %s: the last look failed: %s (trying again every %s; %s)\n",
+					roundDuration(waitingNoticeAfter), render.Escape(describeErr(err)), roundDuration(opts.Interval), waitBound(opts))
+				waitingNoticed()
+			}
 		default:
 			last, lastErr = state, nil
 			if allEmpty(state) {
@@ -249,6 +263,22 @@ func waitDone(opts *StatusOptions, state []waitTopic, took time.Duration, empty 
 			took.Round(10*time.Millisecond))
 	}
 	return nil
+}
+
+// answeredBusy is a look the node answered with a status that says it cannot answer
+// now (5xx: busy, a partition's owner unavailable; 429): it was reached, so a later
+// look may get through.
+func answeredBusy(err error) bool {
+	st := client.StatusOf(err)
+	return st/100 == 5 || st == http.StatusTooManyRequests
+}
+
+// waitBound says what ends a wait that goes on.
+func waitBound(opts *StatusOptions) string {
+	if opts.Timeout > 0 {
+		return "--timeout " + roundDuration(opts.Timeout) + " ends it"
+	}
+	return timeoutHint
 }
 
 // retryable is an error a later look may not meet: the node gone away for a moment

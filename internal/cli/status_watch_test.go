@@ -472,6 +472,34 @@ func TestWaitEmptySaysWhatItWaitsFor(t *testing.T) {
 	}
 }
 
+// TestWaitEmptySaysWhyLooksKeepFailing: a node that answers every look 503 (busy)
+// is waited for, from the first look on, and the wait says once, a while in, why it
+// goes on: it failed at the first look, and a later run of failures was silent.
+func TestWaitEmptySaysWhyLooksKeepFailing(t *testing.T) {
+	said := shortWaitingNotice(t, 50*time.Millisecond)
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}},
+		Faults: []devbroker.FaultRule{{Op: devbroker.OpMetrics, Status: http.StatusServiceUnavailable, Probability: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "narad: still waiting after 50ms: the last look failed: metrics: 503 injected fault " +
+			"(trying again every 100ms; --timeout D stops waiting)\n"},
+		{[]string{"--timeout", "10m"}, "narad: still waiting after 50ms: the last look failed: metrics: 503 injected fault " +
+			"(trying again every 100ms; --timeout 10m ends it)\n"},
+	} {
+		args := append([]string{"status", "t", "--wait-empty", "--interval", "100ms", "-s", b.URL()}, c.args...)
+		r := runTTY(t, false, false, stopWhen(said), args...)
+		if strings.Count(r.stderr, c.want) != 1 || r.code != ExitTerminated {
+			t.Errorf("%v: exit %d, stderr %q; want 143 and %q once", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}
+
 // TestWatchFirstLookHintIsTrue: the watch tries its first look once (the next refresh
 // is its retry), so a 502 there must not say it was retried with backoff.
 func TestWatchFirstLookHintIsTrue(t *testing.T) {
