@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -157,6 +158,46 @@ func TestRawOnATerminalIsEscaped(t *testing.T) {
 	r = runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "--unsafe-raw")
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "--unsafe-raw needs -o raw") {
 		t.Errorf("--unsafe-raw without -o raw: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestTagCharactersAreEscaped: the Unicode tag characters (U+E0000..U+E007F, which
+// spell out ASCII no one sees) and the other invisible format characters in a key or
+// a payload reach a terminal as visible escapes, as bidi controls do; -o json keeps the
+// same string (escaped as JSON spells a character beyond the BMP), and -o raw to a file
+// or pipe the exact bytes.
+func TestTagCharactersAreEscaped(t *testing.T) {
+	hidden := "ok\U000E0069\U000E0067\U000E006E\U000E007F\u2062\u206a\u180e\U0001D173!"
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "t", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for range 4 {
+		if _, _, err := b.Produce("t", "k"+hidden, []byte(hidden)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const shown = `ok\U000e0069\U000e0067\U000e006e\U000e007f\u2062\u206a\u180e\U0001d173!`
+	r := runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1")
+	if !strings.Contains(r.stdout, "key=k"+shown) || !strings.HasSuffix(r.stdout, " "+shown+"\n") {
+		t.Errorf("text on a terminal: %q, want key and payload %q", r.stdout, shown)
+	}
+	r = runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-o", "raw")
+	if r.stdout != shown+"\n" {
+		t.Errorf("raw on a terminal: %q, want %q", r.stdout, shown+"\n")
+	}
+	r = runTTY(t, false, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-o", "raw")
+	if r.stdout != hidden+"\n" {
+		t.Errorf("raw, not a terminal: %q, want the exact bytes", r.stdout)
+	}
+	r = runTTY(t, true, false, nil, "sub", "t", "-s", b.URL(), "--count", "1", "-o", "json")
+	var got struct{ Key, Payload string }
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Key != "k"+hidden || got.Payload != hidden {
+		t.Errorf("json: %q (%v): want the same key and payload", r.stdout, err)
+	}
+	if !strings.Contains(r.stdout, `"payload":"ok\udb40\udc69\udb40\udc67\udb40\udc6e\udb40\udc7f\u2062\u206a\u180e\ud834\udd73!"`) {
+		t.Errorf("json: %q, want the invisible characters escaped", r.stdout)
 	}
 }
 

@@ -99,10 +99,11 @@ func IsRouteMissing(err error) bool {
 
 // oneLine trims s and folds its whitespace runs (newlines included) to single spaces
 // so an error stays one line on stderr; control characters are dropped because the
-// text goes to a terminal, and bidi controls and zero-width characters are written as
-// visible \u escapes, as a payload's are: raw, they would reorder or hide the rest of
-// the line the operator reads. A text longer than maxErrorText is cut, and says how much
-// of it was left out: "… (5,123 bytes, 4,611 not shown)".
+// text goes to a terminal, and bidi controls, zero-width and the other invisible
+// format characters are written as visible escapes, as a payload's are: raw, they
+// would reorder or hide the rest of the line the operator reads. A text longer than
+// maxErrorText is cut, and says how much of it was left out: "… (5,123 bytes, 4,611
+// not shown)".
 func oneLine(s string) string {
 	var b strings.Builder
 	space := false
@@ -124,7 +125,7 @@ func oneLine(s string) string {
 			space = false
 		}
 		if textenc.IsInvisible(r) {
-			fmt.Fprintf(&b, `\u%04x`, r)
+			b.WriteString(textenc.Escape(string(r))) // as a payload's are
 			continue
 		}
 		b.WriteRune(r)

@@ -30,9 +30,10 @@ var errInvalidPayloadJSON = errors.New("payload is not valid JSON")
 //     raw newline would split the record; base64 is the API's own way of carrying bytes
 //     exactly, and `produce --json` already decodes it.
 //   - A payload holding raw a character textenc.InertJSON escapes (DEL, C1 controls, bidi
-//     controls, zero-width characters, U+2028/U+2029: JSON allows them in a string, and
-//     a terminal acts on them or hides text with them): a text payload as the same
-//     string with them escaped, any other JSON value base64 as above.
+//     controls, zero-width and other invisible format characters such as the tag
+//     characters, U+2028/U+2029: JSON allows them in a string, and a terminal acts on
+//     them or hides text with them): a text payload as the same string with them
+//     escaped, any other JSON value base64 as above.
 //   - A key that is not valid UTF-8 without key_encoding (an older node's escapes, read
 //     leniently by the client) is written base64 with "key_encoding":"base64", because a
 //     JSON string cannot carry those bytes unchanged.
@@ -97,11 +98,11 @@ func jsonPayload(m *client.Message) (payload []byte, asBase64 bool, err error) {
 		// node's payload is valid JSON, so this costs a scan and never fires.
 		return nil, false, errInvalidPayloadJSON
 	}
-	// JSON lets a string hold DEL, C1 controls, bidi controls and zero-width characters
-	// raw; a terminal may act on the first ones (U+009B is CSI), and the others reorder
-	// or hide what is read (U+202E). A text payload is written as the same string with
-	// them escaped; any other JSON value keeps its exact bytes by going base64, as a
-	// multi-line one does.
+	// JSON lets a string hold DEL, C1 controls, bidi controls and the other invisible
+	// format characters raw; a terminal may act on the first ones (U+009B is CSI), and
+	// the others reorder or hide what is read (U+202E). A text payload is written as the
+	// same string with them escaped; any other JSON value keeps its exact bytes by going
+	// base64, as a multi-line one does.
 	// The string is escaped where it stands, not decoded and encoded again: an older
 	// node can send bytes that are not UTF-8 inside it, and a new encoding would turn
 	// them into U+FFFD where the verbatim string keeps them.

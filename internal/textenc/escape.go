@@ -6,8 +6,9 @@ import "unicode/utf8"
 // escape instead: C0 controls and DEL as \xNN (\n, \r and \t as themselves, so a multi-line
 // text stays one readable line), C1 controls as \u0080..\u009f (written as code points
 // because in UTF-8 they are two bytes, and \x9b would wrongly suggest one raw byte), bidi
-// controls and zero-width characters as \u202e and the like (they reorder or hide text),
-// and bytes that are not valid UTF-8 as \xNN. Valid printable text, non-ASCII included, is
+// controls, zero-width and the other invisible format characters as \u202e and the like
+// (they reorder or hide text; see IsInvisible), \U000e0041 beyond the BMP, and bytes
+// that are not valid UTF-8 as \xNN. Valid printable text, non-ASCII included, is
 // returned unchanged, and s itself is returned when nothing needed escaping.
 //
 // Backslashes are not doubled: this is for people reading a terminal, where a JSON
@@ -72,7 +73,7 @@ func AppendEscape[T byteseq](dst []byte, s T) []byte {
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
 		case mustEscape(r):
 			dst = append(dst, s[start:i]...)
-			dst = appendUEscape(dst, r)
+			dst = appendTerminalEscape(dst, r)
 		default:
 			i += size
 			continue

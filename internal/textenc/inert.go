@@ -1,9 +1,13 @@
 package textenc
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // InertJSON returns the JSON document j with every character a terminal may act on or
-// hide written as a \u escape: DEL, C1 controls, bidi controls, zero-width characters
+// hide written as a \u escape: DEL, C1 controls, bidi controls, zero-width and the
+// other invisible format characters (IsInvisible; a pair of \u escapes beyond the BMP)
 // and U+2028/U+2029 (encoding/json leaves all but the last two raw, and a payload's
 // JSON has them as it was produced). The value is the same. Outside a string none of
 // them is valid JSON, and none of their bytes is the continuation of another
@@ -36,48 +40,40 @@ func InertJSON(j []byte) []byte {
 
 // unsafeRuneAt reports the character at b[i] when it is one InertJSON escapes, with
 // its size in bytes; size is 0 for anything else (printable text, bytes that are not
-// UTF-8). It matches the UTF-8 bytes of the set directly (the same set as mustEscape,
-// with U+2028/U+2029), since it runs at every candidate byte of a payload.
+// UTF-8). It runs at every candidate byte IndexInert finds, so a byte that cannot
+// start one is turned away before anything is decoded.
 func unsafeRuneAt(b []byte, i int) (rune, int) {
-	at := func(k int) byte {
-		if i+k < len(b) {
-			return b[i+k]
-		}
-		return 0
-	}
-	switch b[i] {
-	case 0x7f:
+	c := b[i]
+	if c == 0x7f {
 		return 0x7f, 1
-	case 0xc2: // C1: U+0080..U+009F
-		if c := at(1); c >= 0x80 && c <= 0x9f {
-			return rune(c), 2
-		}
-	case 0xd8: // U+061C
-		if at(1) == 0x9c {
-			return 0x061c, 2
-		}
-	case 0xe2:
-		c1, c2 := at(1), at(2)
-		r := 0x2000 | rune(c1&0x0f)<<6 | rune(c2&0x3f)
-		switch {
-		case c1 == 0x80 && (c2 >= 0x8b && c2 <= 0x8f || c2 >= 0xa8 && c2 <= 0xae), // U+200B..F, U+2028..E
-			c1 == 0x81 && (c2 == 0xa0 || c2 >= 0xa6 && c2 <= 0xa9): // U+2060, U+2066..9
-			return r, 3
-		}
-	case 0xef: // U+FEFF
-		if at(1) == 0xbb && at(2) == 0xbf {
-			return 0xfeff, 3
-		}
+	}
+	if !isUnsafeLead(c) {
+		return 0, 0
+	}
+	r, size := utf8.DecodeRune(b[i:min(i+utf8.UTFMax, len(b))])
+	if size > 1 && (mustEscape(r) || r == '\u2028' || r == '\u2029') {
+		return r, size
 	}
 	return 0, 0
 }
 
-// unsafeLeads are the first bytes of the characters unsafeRuneAt matches.
-var unsafeLeads = [...]byte{0x7f, 0xc2, 0xd8, 0xe2, 0xef}
+// unsafeLeads are the first bytes of the characters InertJSON escapes: DEL, C1
+// (0xc2), U+061C (0xd8), U+180E (0xe1), U+2000..U+2FFF (0xe2), U+F000..U+FFFF (0xef),
+// U+10000..U+3FFFF (0xf0) and the tag characters' U+C0000..U+FFFFF (0xf3).
+var unsafeLeads = [...]byte{0x7f, 0xc2, 0xd8, 0xe1, 0xe2, 0xef, 0xf0, 0xf3}
+
+func isUnsafeLead(c byte) bool {
+	for _, lead := range unsafeLeads {
+		if c == lead {
+			return true
+		}
+	}
+	return false
+}
 
 // IndexInert is the index of the first character of b that InertJSON escapes, or -1.
 // It looks for each possible first byte with bytes.IndexByte, which passes over clean
-// data many bytes at a time (five passes cost less than one byte-by-byte loop), and
+// data many bytes at a time (eight passes cost less than one byte-by-byte loop), and
 // checks only the candidates it finds.
 func IndexInert(b []byte) int {
 	first := len(b)

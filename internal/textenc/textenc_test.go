@@ -3,6 +3,7 @@ package textenc
 import (
 	"encoding/json"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -16,6 +17,12 @@ func TestEscape(t *testing.T) {
 		{"\u202a\u202b\u202d\u2067\u2068\u061c\u200e\u200f", `\u202a\u202b\u202d\u2067\u2068\u061c\u200e\u200f`},
 		{"zero\u200bwidth\u200c\u200d\u2060\ufeff", `zero\u200bwidth\u200c\u200d\u2060\ufeff`},
 		{"\u2029\u2070\u2065\u200a", "\u2029\u2070\u2065\u200a"}, // neighbours are text
+		// Tag characters spell out ASCII no one sees; beyond the BMP, one \U escape each.
+		{"ok\U000E0001\U000E0069\U000E007F\U000E0000", `ok\U000e0001\U000e0069\U000e007f\U000e0000`},
+		{"\u180e\u2061\u2064\u206a\u206f\ufff9\ufffb\U0001D173\U0001BCA0\U00013430",
+			`\u180e\u2061\u2064\u206a\u206f\ufff9\ufffb\U0001d173\U0001bca0\U00013430`},
+		// Format characters a terminal draws, and characters beside the tags, are text.
+		{"\u00ad\u0600\u06dd\U000110BD\U000E0080\U000E0100\U000DFFFF\ufe0f😀", "\u00ad\u0600\u06dd\U000110BD\U000E0080\U000E0100\U000DFFFF\ufe0f😀"},
 		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
 		{"a\nb\rc\td", `a\nb\rc\td`},
 		{"\x00\x07\x08\x0b\x0c\x1f\x7f", `\x00\x07\x08\x0b\x0c\x1f\x7f`},
@@ -75,6 +82,7 @@ func TestAppendJSONStringInert(t *testing.T) {
 		{"\"\\/", `"\"\\/"`},
 		{"\n\r\t\x00\x1b\x7f", `"\n\r\t\u0000\u001b\u007f"`},
 		{"\u0085\u009b\u2028\u2029", `"\u0085\u009b\u2028\u2029"`},
+		{"a\U000E0069\u2062b😀", `"a\udb40\udc69\u2062b😀"`}, // beyond the BMP: a surrogate pair
 		{"<&>", `"<&>"`},
 		{"a\xffb", `"a\ufffdb"`},
 	}
@@ -101,6 +109,33 @@ func TestInertJSON(t *testing.T) {
 	clean := []byte(`{"a":"é"}`)
 	if got := InertJSON(clean); &got[0] != &clean[0] {
 		t.Error("a document without C1 controls should come back as it is")
+	}
+}
+
+// TestInvisibleIsTheUndrawnFormatCharacters: IsInvisible is Unicode's format
+// characters (Cf) less those a terminal draws with a width of 1, plus the whole tag
+// block; and InertJSON finds each of them, wherever it stands, and keeps its value.
+func TestInvisibleIsTheUndrawnFormatCharacters(t *testing.T) {
+	drawn := map[rune]bool{0x00ad: true, 0x0600: true, 0x0601: true, 0x0602: true, 0x0603: true, 0x0604: true,
+		0x0605: true, 0x06dd: true, 0x070f: true, 0x0890: true, 0x0891: true, 0x08e2: true, 0x110bd: true, 0x110cd: true}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := unicode.Is(unicode.Cf, r) && !drawn[r] || r >= 0xe0000 && r <= 0xe007f
+		if got := IsInvisible(r); got != want {
+			t.Errorf("IsInvisible(%U) = %v, want %v", r, got, want)
+			continue
+		}
+		if !want {
+			continue
+		}
+		doc := []byte(`{"k":"a` + string(r) + `b"}`)
+		if i := IndexInert(doc); i != 7 {
+			t.Errorf("IndexInert(%U in %q) = %d, want 7", r, doc, i)
+			continue
+		}
+		var back struct{ K string }
+		if err := json.Unmarshal(InertJSON(doc), &back); err != nil || back.K != "a"+string(r)+"b" {
+			t.Errorf("InertJSON(%U): %q (%v)", r, InertJSON(doc), err)
+		}
 	}
 }
 
