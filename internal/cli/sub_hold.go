@@ -367,12 +367,14 @@ func (s *screenLines) flush(w io.Writer) {
 
 // holdLetter is d's dead letter with --dead-letter-format envelope, nil for the raw
 // payload. A person decided, so no command ran: attempts is how many times this run
-// showed the message, exit_code null, stderr_tail empty.
-func holdLetter(opts *SubOptions) func(*client.Message, int) ([]byte, error) {
+// showed the message, exit_code null, stderr_tail empty. An envelope over the node's
+// limit goes as the payload alone, as in exec mode: the node would refuse it (413)
+// every time, and the message could never be dead-lettered.
+func holdLetter(opts *SubOptions) func(*client.Message, []byte, int) ([]byte, int, error) {
 	if opts.DeadLetterFormat != supervisor.FormatEnvelope {
 		return nil
 	}
-	return func(m *client.Message, seen int) ([]byte, error) {
-		return supervisor.Envelope(m, opts.Topic, supervisor.Failure{Attempts: seen})
+	return func(m *client.Message, payload []byte, seen int) ([]byte, int, error) {
+		return supervisor.EnvelopeOrPayload(m, opts.Topic, supervisor.Failure{Attempts: seen}, payload)
 	}
 }

@@ -50,8 +50,10 @@ type Options struct {
 	// Produce copies a payload, with its key, to the dead-letter topic.
 	Produce func(ctx context.Context, topic string, body []byte, key *string) error
 	// Letter, when set, is the dead letter of a message seen times in this run, in
-	// place of its payload (an envelope).
-	Letter func(m *client.Message, seen int) ([]byte, error)
+	// place of payload, its decoded bytes (an envelope). replaced, when not 0, is the
+	// size of the envelope it would have been, over the node's limit: the letter is
+	// the payload then, and the screen says so.
+	Letter func(m *client.Message, payload []byte, seen int) (letter []byte, replaced int, err error)
 	Styles render.Styles
 	// UTC shows message times in UTC; Location pins the zone otherwise (nil: local).
 	UTC      bool
@@ -101,6 +103,8 @@ type (
 		e   *entry
 		act action
 		err error
+		// replaced is Letter's word on a dead letter produced (actProduce).
+		replaced int
 	}
 	skipDue struct{ e *entry }
 	askMsg  struct{}
@@ -148,8 +152,10 @@ type entry struct {
 	since     time.Time
 	// final: settled (or lost) for good; all that is left is to move on.
 	final bool
-	note  string
-	bad   bool
+	// replaced is what Letter said of the dead letter produced for it.
+	replaced int
+	note     string
+	bad      bool
 	// The payload, formatted once per raw/pretty and fitted once per width.
 	f                  [2]*formatted
 	fitWidth, fitRaw   int
@@ -421,14 +427,15 @@ func (m *Model) settle(e *entry, a action) tea.Cmd {
 			if err != nil {
 				body = msg.Payload // not decodable: what the node sent, as exec mode does
 			}
+			var replaced int
 			if letter != nil {
-				if body, err = letter(msg, seen); err != nil {
+				if body, replaced, err = letter(msg, body, seen); err != nil {
 					return resultMsg{e: e, act: a, err: err}
 				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			return resultMsg{e: e, act: a, err: produce(ctx, topic, body, msg.ForwardKey())}
+			return resultMsg{e: e, act: a, err: produce(ctx, topic, body, msg.ForwardKey()), replaced: replaced}
 		}
 	}
 	if m.spinning {
@@ -474,6 +481,7 @@ func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
 			}
 			return m, m.andQuit(nil)
 		}
+		e.replaced = r.replaced
 		return m, m.settle(e, actDeadLetter)
 	}
 	// A settlement: whatever its answer, e is settled now and never again.
@@ -492,6 +500,12 @@ func (m Model) result(r resultMsg) (tea.Model, tea.Cmd) {
 			m.tally.givenBack++
 		case actDeadLetter:
 			m.tally.deadLettered++
+			if e.replaced > 0 {
+				// Said as exec mode's line says it, short enough for 80 columns; the
+				// next message may be on screen already.
+				m.note = fmt.Sprintf("dead-lettered as the payload alone (its envelope, %s, is over 1 MiB)",
+					render.ByteSize(int64(e.replaced)))
+			}
 		}
 		cmds = append(cmds, m.drop(e))
 	case errors.Is(r.err, consumer.ErrLeaseGone), errors.Is(r.err, consumer.ErrAlreadySettled):

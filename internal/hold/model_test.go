@@ -368,15 +368,37 @@ func TestDeadLetterProducesThenAcks(t *testing.T) {
 func TestDeadLetterWithLetter(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
 		o.DeadLetter = "dlq"
-		o.Letter = func(m *client.Message, seen int) ([]byte, error) {
-			return []byte(fmt.Sprintf("letter of %s seen %d", m.Payload, seen)), nil
+		o.Letter = func(m *client.Message, payload []byte, seen int) ([]byte, int, error) {
+			return []byte(fmt.Sprintf("letter of %s (%s) seen %d", m.Payload, payload, seen)), 0, nil
 		}
 	})
 	f := &fakeHeld{m: msgOf(`"bad"`, 1), renewed: t0}
 	h.arrive(f)
 	h.key("d")
-	if f.got() != "deadlettered" || len(h.prod) != 1 || h.prod[0] != `dlq:letter of "bad" seen 1` {
+	if f.got() != "deadlettered" || len(h.prod) != 1 || h.prod[0] != `dlq:letter of "bad" (bad) seen 1` {
 		t.Errorf("calls %q produced %q", f.got(), h.prod)
+	}
+}
+
+// A letter in another form than asked (an envelope over the node's limit, sent as
+// the payload alone) is produced as Letter made it, and the note says so once the
+// message is settled, as exec mode's line does, within 80 columns.
+func TestDeadLetterSaysHowTheLetterWent(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.DeadLetter = "dlq"
+		o.Letter = func(m *client.Message, payload []byte, seen int) ([]byte, int, error) {
+			return payload, 1_150_000, nil
+		}
+	})
+	f := &fakeHeld{m: msgOf(`"bad"`, 3), renewed: t0}
+	h.arrive(f)
+	h.key("d")
+	if f.got() != "deadlettered" || len(h.prod) != 1 || h.prod[0] != "dlq:bad" {
+		t.Errorf("calls %q produced %q", f.got(), h.prod)
+	}
+	const want = "dead-lettered as the payload alone (its envelope, 1.1 MiB, is over 1 MiB)"
+	if !strings.Contains(h.view(), want) {
+		t.Errorf("no %q on the screen:\n%s", want, h.view())
 	}
 }
 

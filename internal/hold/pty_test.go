@@ -253,6 +253,45 @@ func TestHoldModeInATerminal(t *testing.T) {
 	}
 }
 
+// d with --dead-letter-format envelope on a message whose envelope would be over the
+// node's 1 MiB (a binary payload of 900 KiB, which the envelope holds as base64) goes
+// as the payload alone, as exec mode's dead letters do, and the screen says so. The
+// node refused the envelope (413) every time, so the message could never be
+// dead-lettered from the screen.
+func TestHoldModeEnvelopeOverTheLimitGoesAsThePayload(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
+		{Name: "orders", Partitions: 3}, {Name: "dlq", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	payload := bytes.Repeat([]byte{0xff, 0x00, 0x89}, 900<<10/3)
+	part, _, err := b.Produce("orders", "", payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, []string{"NARAD_ADDR=" + b.URL()}, 80, 24, "sub", "orders", "-i", "--dead-letter", "dlq",
+		"--dead-letter-format", "envelope")
+	s.waitScreen("orders  p" + strconv.Itoa(part) + " @0")
+	s.press("d")
+	s.waitScreen("dead-lettered as the payload alone (its envelope, 1.2 MiB, is over 1 MiB)")
+	dlq := stats(t, b, "dlq")
+	var size int64
+	for _, p := range dlq.Partitions {
+		size += p.SizeBytes
+	}
+	if dlq.Available() != 1 || size != int64(len(payload)) {
+		t.Errorf("dlq: %d messages of %d bytes, want one of %d", dlq.Available(), size, len(payload))
+	}
+	if st := stats(t, b, "orders"); st.Acked() != 1 {
+		t.Errorf("orders: acked %d, want 1", st.Acked())
+	}
+	s.press("q")
+	if code := s.exit(); code != 0 {
+		t.Errorf("exit %d; screen:\n%s", code, s.scr.text())
+	}
+}
+
 func TestHoldModeLeaseLostAndNodeGone(t *testing.T) {
 	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{
 		{Name: "orders", Partitions: 3, VisibilityTimeout: 900 * time.Millisecond}}})

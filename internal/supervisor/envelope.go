@@ -106,12 +106,32 @@ const MaxLetter = 1 << 20
 
 // LetterOrPayload is the dead letter to produce: the envelope env, or, where env is over
 // MaxLetter and the payload alone is not (a payload near 1 MiB, or a binary one over
-// about 768 KiB, which the envelope holds as base64), the payload, with how saying so
-// for the message's line. An envelope the node refuses every time would leave the
-// message failing again for good, never dead-lettered; the payload alone keeps it.
-func LetterOrPayload(env, payload []byte) (letter []byte, how string) {
+// about 768 KiB, which the envelope holds as base64), the payload, with replaced the
+// size of the envelope it stands for (0 when env is the letter). An envelope the node
+// refuses every time would leave the message failing again for good, never
+// dead-lettered; the payload alone keeps it.
+func LetterOrPayload(env, payload []byte) (letter []byte, replaced int) {
 	if len(env) <= MaxLetter || len(payload) > MaxLetter {
-		return env, ""
+		return env, 0
 	}
-	return payload, fmt.Sprintf(" as the payload alone (its envelope would be %s, over the node's 1 MiB)", render.ByteSize(int64(len(env))))
+	return payload, len(env)
+}
+
+// EnvelopeOrPayload is m's dead letter in the envelope format, or payload, the
+// message's decoded bytes, in its place as LetterOrPayload says. Exec mode's dead
+// letters and hold mode's d both come from here, so the two never disagree on what
+// goes to the topic.
+func EnvelopeOrPayload(m *client.Message, topic string, f Failure, payload []byte) (letter []byte, replaced int, err error) {
+	env, err := Envelope(m, topic, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	letter, replaced = LetterOrPayload(env, payload)
+	return letter, replaced, nil
+}
+
+// payloadAlone is what a message's line adds when its dead letter is the payload in
+// place of an envelope of replaced bytes.
+func payloadAlone(replaced int) string {
+	return fmt.Sprintf(" as the payload alone (its envelope would be %s, over the node's 1 MiB)", render.ByteSize(int64(replaced)))
 }

@@ -693,11 +693,13 @@ func (s *Supervisor) deadLetter(ctx context.Context, m *client.Message, n int, r
 			code := r.code
 			f.ExitCode = &code
 		}
-		env, err := Envelope(m, s.o.Topic, f)
-		if err != nil {
+		var replaced int
+		if body, replaced, err = EnvelopeOrPayload(m, s.o.Topic, f, body); err != nil {
 			return "", err
 		}
-		body, how = LetterOrPayload(env, body)
+		if replaced > 0 {
+			how = payloadAlone(replaced)
+		}
 	}
 	return how, s.o.Producer.Produce(ctx, s.o.DeadLetter, body, client.ProduceOptions{Key: m.ForwardKey()})
 }
