@@ -104,7 +104,8 @@ func statusCmd(f *Factory, run func(*StatusOptions) error) *cobra.Command {
 			"table is redrawn in place with the time of the last refresh; a node that cannot\n" +
 			"be reached is shown as such and tried again (credentials it refuses, 401, end\n" +
 			"the watch at once: exit 1); arrows scroll, q or Ctrl-C quits\n" +
-			"(exit 0). Elsewhere each refresh is printed whole: a line \"at HH:MM:SS (every D)\",\n" +
+			"(exit 0). Elsewhere each refresh is printed whole: a line \"at HH:MM:SS (every D)\"\n" +
+			"(HH:MM:SS.S with an --interval under 1s),\n" +
 			"the table and a blank line; with -o json, one line a refresh:\n" +
 			"  {\"time\",\"topics\":[{...,\"produce_per_sec\"?,\"consume_per_sec\"?}],\n" +
 			"   \"error\"?,\"metrics_error\"?}\n" +

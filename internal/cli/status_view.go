@@ -116,12 +116,13 @@ func (v *watchView) view() []string {
 	switch {
 	case !v.lostSince.IsZero():
 		state = s.Failure.Render(v.fit(fmt.Sprintf("node unreachable since %s: %s (trying every %s, last at %s)",
-			v.lostSince.Format("15:04:05"), render.Escape(describeErr(v.lostErr)), roundDuration(v.interval), v.lastTry.Format("15:04:05"))))
+			v.lostSince.Format("15:04:05"), render.Escape(describeErr(v.lostErr)), roundDuration(v.interval),
+			refreshTime(v.lastTry, v.interval))))
 	case v.last != nil && v.last.MetricsErr != nil:
 		state = s.Dim.Render(v.fit(fmt.Sprintf("refreshed %s · in flight, lag and consume rates not shown: %s",
-			v.last.At.Format("15:04:05"), render.Escape(metricsProblem(v.last.MetricsErr)))))
+			refreshTime(v.last.At, v.interval), render.Escape(metricsProblem(v.last.MetricsErr)))))
 	case v.last != nil:
-		state = s.Dim.Render(v.fit("refreshed " + v.last.At.Format("15:04:05")))
+		state = s.Dim.Render(v.fit("refreshed " + refreshTime(v.last.At, v.interval)))
 	}
 	lines = append(lines, state)
 

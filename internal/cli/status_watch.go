@@ -385,7 +385,7 @@ func printWatchSample(opts *StatusOptions, s watchSample) error {
 		return opts.writeJSON(opts.IO.Out, line)
 	}
 	out := opts.IO.Out
-	if _, err := fmt.Fprintf(out, "at %s (every %s)\n", s.At.Format("15:04:05"), roundDuration(opts.Interval)); err != nil {
+	if _, err := fmt.Fprintf(out, "at %s (every %s)\n", refreshTime(s.At, opts.Interval), roundDuration(opts.Interval)); err != nil {
 		return err
 	}
 	if s.Err != nil {
@@ -402,6 +402,17 @@ func printWatchSample(opts *StatusOptions, s watchSample) error {
 	}
 	_, err := io.WriteString(out, "\n")
 	return err
+}
+
+// refreshTime is a refresh's time as the watch shows it: HH:MM:SS, and tenths of a
+// second when refreshes come more often than once a second, where two or more in
+// the same second had the same heading and could not be told apart. A tenth is
+// enough: refreshes are at least minStatusInterval (100ms) apart.
+func refreshTime(at time.Time, interval time.Duration) string {
+	if interval < time.Second {
+		return at.Format("15:04:05.0")
+	}
+	return at.Format("15:04:05")
 }
 
 // metricsProblem says why in flight and lag are not shown.

@@ -260,6 +260,60 @@ func TestWatchViewFitsAndScrolls(t *testing.T) {
 	}
 }
 
+// TestWatchSubSecondRefreshesEachHaveTheirTime: with --interval under a second,
+// each refresh's heading (the line's, and the screen's state line) has tenths, so two
+// in the same second are told apart; the headings of 300ms refreshes repeated one
+// time three times over. From a second on, the time stays whole seconds.
+func TestWatchSubSecondRefreshesEachHaveTheirTime(t *testing.T) {
+	b, err := devbroker.Start(devbroker.Config{Addr: "127.0.0.1:0", Topics: []devbroker.TopicSpec{{Name: "orders", Partitions: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, c := range []struct {
+		interval time.Duration
+		want     []string
+	}{
+		{300 * time.Millisecond, []string{"at 10:00:00.0 (every 300ms)", "at 10:00:00.3 (every 300ms)",
+			"at 10:00:00.6 (every 300ms)", "at 10:00:00.9 (every 300ms)"}},
+		{time.Second, []string{"at 10:00:00 (every 1s)", "at 10:00:01 (every 1s)", "at 10:00:02 (every 1s)",
+			"at 10:00:03 (every 1s)"}},
+	} {
+		ios, _, out, errOut := iostreams.Test()
+		env := map[string]string{"NARAD_CONFIG": t.TempDir() + "/config.yaml", "NARAD_ADDR": b.URL()}
+		clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		f := &Factory{IO: ios, Getenv: func(k string) string { return env[k] }, Now: func() time.Time { return clock },
+			Signals: NewSignals()}
+		f.root = NewRootCmd(f)
+		opts := &StatusOptions{Watch: true, Interval: c.interval, Count: len(c.want), Output: "text",
+			after: func(d time.Duration) <-chan time.Time {
+				clock = clock.Add(c.interval)
+				ch := make(chan time.Time, 1)
+				ch <- clock
+				return ch
+			}}
+		opts.runEnv = f.runEnv()
+		if err := statusRun(opts); err != nil {
+			t.Fatalf("watch: %v (%s)", err, errOut)
+		}
+		var headings []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, "at ") {
+				headings = append(headings, l)
+			}
+		}
+		if strings.Join(headings, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("--interval %s: headings %q, want %q", c.interval, headings, c.want)
+		}
+	}
+
+	v := newWatchView("http://127.0.0.1:7942", 300*time.Millisecond, plainStyles(), 80, 24)
+	v.update(viewSample(time.Date(2026, 12, 1, 10, 0, 0, 600_000_000, time.UTC), 2))
+	if got := v.view()[1]; got != "refreshed 10:00:00.6" {
+		t.Errorf("screen: %q, want refreshed 10:00:00.6", got)
+	}
+}
+
 func TestWatchViewNodeLost(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	v := newWatchView("http://127.0.0.1:7942", 2*time.Second, plainStyles(), 100, 24)
