@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -201,6 +202,37 @@ func TestNeverReachedIsTheErrorWhenTheDeadlineEndsTheRetries(t *testing.T) {
 		})
 	}
 }
+
+// The same when the deadline passes during a later attempt rather than a backoff: the
+// attempt's error is then the deadline's own, and the attempts before it said why.
+// status --wait-empty --timeout at a wrong address exited 3 (not drained in time)
+// instead of 1 (cannot reach) when the timeout came mid-attempt on a loaded machine.
+func TestNeverReachedIsTheErrorWhenTheDeadlineCutsAnAttempt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var calls atomic.Int32
+	hc := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			return tr.RoundTrip(req) // refused
+		}
+		cancel() // the deadline passes while this attempt is on its way
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	})}
+	cl, _ := newClient(t, refusedURL(t), func(c *Config) { c.HTTPClient = hc })
+	_, err := cl.Topic(ctx, "t")
+	if calls.Load() < 2 {
+		t.Fatalf("%d attempts, want the deadline to cut the second", calls.Load())
+	}
+	if errors.Is(err, context.Canceled) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("error %v; want the refused connection", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // --ca-cert is read only if it is a regular file of at most 1 MiB: /dev/zero would be
 // read until memory ran out.

@@ -74,6 +74,7 @@ func (e *retryStopped) Unwrap() []error { return []error{e.last, ErrStopped} }
 func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 	stop, _ := ctx.Value(retryStopKey{}).(<-chan struct{})
 	var spent time.Duration // for the hooks: request time plus backoff asked for
+	var refused error       // the last attempt's transport error, while the node was never reached
 	for attempt := 0; ; attempt++ {
 		r.attempt = attempt + 1
 		start := time.Now()
@@ -81,10 +82,15 @@ func (c *Client) bounded(ctx context.Context, r *request) (*response, error) {
 		spent += time.Since(start)
 		last := attempt+1 >= c.retry.BoundedAttempts
 		switch {
+		case err != nil && ctx.Err() != nil && refused != nil && !c.reached.Load():
+			// Cut during an attempt, after others found the node unreachable: that is
+			// the news, as when the cut comes during the backoff (below).
+			return nil, refused
 		case err != nil:
 			if last || ctx.Err() != nil || !retryableTransport(err) {
 				return nil, err
 			}
+			refused = err
 		case !BusyStatus(resp.status) || last:
 			return resp, nil
 		}
