@@ -759,9 +759,11 @@ func (t *taker) handOver(c *call) (verdict, Reason, error) {
 	}
 	t.received += len(ds)
 	t.c.received.Add(int64(len(ds)))
-	if t.take.Err() != nil {
-		// Stopped while this answer was on its way: take nothing more means these
-		// go back at once, unhandled.
+	// Stopped while this answer was on its way: take nothing more means these go back
+	// at once, unhandled. The soft stop is looked at here too, as in askFirst: the
+	// watcher may not have cancelled take yet (a loaded machine can delay it for
+	// milliseconds), and a batch that arrived after the signal was printed and acked.
+	if t.take.Err() != nil || chans.Closed(t.o.Stop) {
 		_ = NackAll(ds, GiveBack)
 		return endLoop, 0, nil
 	}
