@@ -114,7 +114,7 @@ func TestANoticeDoesNotHoldUpAStopBehindAStuckStdout(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = consumer.Run(context.Background(), src, sup, consumer.Options{Topic: "t", Stop: stop, Wait: 5 * time.Second, Lease: time.Second})
+		_, _ = consumer.Run(context.Background(), src, sup, consumer.Options{Topic: "t", Stop: stop, Wait: 5 * time.Second, Lease: 30 * time.Second}) // too long to lapse on a loaded machine
 	}()
 	<-badRan
 	// "bad" failed (it no longer counts as running) and its notice comes next, which

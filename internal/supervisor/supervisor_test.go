@@ -76,7 +76,11 @@ func runSup(t *testing.T, ctx context.Context, src consumer.Source, o supervisor
 		co.Topic = "t"
 	}
 	if co.Lease == 0 {
-		co.Lease = time.Second
+		// Long enough that no test loses a lease to a loaded machine: a lease counts
+		// as lost once no extend was confirmed for all of it, and the race detector
+		// with other work on two CPUs can hold the keeper up for a second. A test of
+		// the keeper sets a lease of its own.
+		co.Lease = 30 * time.Second
 	}
 	start := time.Now()
 	res, err := consumer.Run(ctx, src, s, co)
@@ -123,6 +127,40 @@ func eventsOf(evs []event, what string) []event {
 		}
 	}
 	return out
+}
+
+// releaseWhen creates file (which a "waitfile" step waits for) once cond holds, or
+// at the end of the test, so that a command runs for as long as a test needs to see
+// something happen, however slow the machine, rather than for a fixed time.
+func releaseWhen(t *testing.T, file string, cond func() bool) {
+	t.Helper()
+	ended, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for !cond() {
+			select {
+			case <-ended:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		_ = os.WriteFile(file, nil, 0o644)
+	}()
+	t.Cleanup(func() {
+		close(ended)
+		<-done
+	})
+}
+
+// extendsIn counts the extend requests src had, and the handles they carried.
+func extendsIn(src *consumertest.Source) (requests, handles int) {
+	for _, s := range src.Settles() {
+		if s.Action == client.Extend {
+			requests++
+			handles += len(s.Handles)
+		}
+	}
+	return requests, handles
 }
 
 // waitFor polls cond until it holds or a generous deadline passes.
@@ -275,10 +313,15 @@ func TestCommandThatCannotStart(t *testing.T) {
 
 func TestLeaseIsExtendedWhileTheCommandRuns(t *testing.T) {
 	t.Parallel()
+	release := filepath.Join(t.TempDir(), "release")
 	src := consumertest.New()
-	src.Push(msg("slow", "sleep 1500ms"))
+	// The command runs until four extends went out, not for a fixed time; the lease
+	// is long enough that a loaded machine does not let it lapse meanwhile (a lease
+	// of 600ms was lost when the keeper was held up for 400ms).
+	src.Push(msg("slow", "waitfile "+release))
+	releaseWhen(t, release, func() bool { n, _ := extendsIn(src); return n >= 4 })
 	o := opts("script")
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 600 * time.Millisecond})
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 3 * time.Second})
 	var extends []time.Time
 	var ackAt time.Time
 	for _, s := range src.Settles() {
@@ -289,9 +332,9 @@ func TestLeaseIsExtendedWhileTheCommandRuns(t *testing.T) {
 			ackAt = s.At
 		}
 	}
-	// Every 200ms for 1.5s: about 7; any lease-length gap would let it lapse.
+	// Any lease-length gap would have let it lapse.
 	if len(extends) < 4 {
-		t.Errorf("%d extends in a 1.5s run under a 600ms lease", len(extends))
+		t.Errorf("%d extends while the command ran, want 4", len(extends))
 	}
 	for _, e := range extends {
 		if !ackAt.IsZero() && e.After(ackAt) {
@@ -310,29 +353,27 @@ func TestExtendsOfManyCommandsShareRequests(t *testing.T) {
 	const n = 20
 	dir := t.TempDir()
 	log := filepath.Join(dir, "log")
+	release := filepath.Join(dir, "release")
 	src := consumertest.New()
 	for i := range n {
-		src.Push(msg(fmt.Sprintf("m%d", i), "sleep 2500ms"))
+		src.Push(msg(fmt.Sprintf("m%d", i), "waitfile "+release))
 	}
+	// The commands run until two rounds' worth of handles were extended. A lease of
+	// three seconds: a lease counts as lost once no extend was confirmed for all of
+	// it, and on a loaded machine (the race detector, twenty commands starting, other
+	// work on two CPUs) the keeper was held up for more than the 700ms a lease of a
+	// second leaves, and all twenty were lost.
+	releaseWhen(t, release, func() bool { _, h := extendsIn(src); return h >= 2*n })
 	o := opts("log", log, "script")
 	o.Concurrency = n
-	// A lease of a second, not less: a lease counts as lost once no extend was
-	// confirmed for all of it, and on a loaded machine (the race detector, twenty
-	// commands starting) a round of extends can take a few hundred milliseconds.
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: n, Lease: time.Second})
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: n, Lease: 3 * time.Second})
 	if r.Stats.Acked != n || r.Stats.LeaseLost != 0 {
 		t.Fatalf("stats %+v", r.Stats)
 	}
-	requests, handles := 0, 0
-	for _, s := range src.Settles() {
-		if s.Action == client.Extend {
-			requests++
-			handles += len(s.Handles)
-		}
-	}
-	// Every third of a second for 2.5s: some seven rounds of twenty handles. One
-	// request per handle would be 140 requests; a round split in two by a loaded
-	// machine still carries ten handles a request.
+	requests, handles := extendsIn(src)
+	// Every second, a round of twenty handles. One request per handle would be 40
+	// requests for two rounds; a round split in two by a loaded machine still carries
+	// ten handles a request.
 	t.Logf("%d extend requests for %d handles", requests, handles)
 	if handles < 2*n || handles < 10*requests {
 		t.Errorf("%d extend requests for %d handles: want the %d commands' leases extended together", requests, handles, n)
@@ -353,8 +394,11 @@ func TestLeaseLostStopsTheCommandAndSettlesNothing(t *testing.T) {
 		return 204
 	}
 	o := opts("log", log, "script")
-	// First extend at 100ms.
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 300 * time.Millisecond})
+	// The first extend after the command logged its start is answered 410. A lease
+	// long enough not to lapse before that on a loaded machine: with 300ms, the
+	// keeper held up that long lost the lease by the lapse rule and stopped the
+	// command before it logged anything.
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 3 * time.Second})
 	// The command sleeps 10s: a SIGTERM and no end in its log is the proof that it was
 	// stopped, whatever the machine's load made of the timings.
 	evs := readLog(t, log)
@@ -394,8 +438,11 @@ func TestRetryDelayHoldsTheLease(t *testing.T) {
 	src := consumertest.New()
 	src.Push(msg("fail", "exit 1"))
 	o := opts("log", log, "script")
-	o.RetryDelay = 1200 * time.Millisecond
-	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 600 * time.Millisecond})
+	// A lease long enough that a loaded machine does not let it lapse (the keeper can
+	// be held up for a second), and a delay of two leases: some six extends, three
+	// wanted.
+	o.RetryDelay = 6 * time.Second
+	r := runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 3 * time.Second})
 	ends := eventsOf(readLog(t, log), "end")
 	nacks := src.Settles()
 	var nackAt time.Time
@@ -596,7 +643,7 @@ func TestHardStopKillsAndNacksAtOnce(t *testing.T) {
 	h := &finishing{Supervisor: sup, entered: make(chan struct{})}
 	done := make(chan consumer.Result)
 	go func() {
-		r, _ := consumer.Run(ctx, src, h, consumer.Options{Topic: "t", Stop: stop, Wait: 5 * time.Second, Lease: time.Second})
+		r, _ := consumer.Run(ctx, src, h, consumer.Options{Topic: "t", Stop: stop, Wait: 5 * time.Second, Lease: 30 * time.Second}) // too long to lapse on a loaded machine
 		done <- r
 	}()
 	waitFor(t, "both commands to start", func() bool { return len(readLog(t, log)) == 2 })
@@ -770,8 +817,11 @@ func TestLeaseIsKeptWhileTheAckIsRetried(t *testing.T) {
 			var stderr lockedBuffer
 			o.Stderr = &stderr
 			done := make(chan runResult, 1)
+			// The lease must not lapse before the ack (while the command starts and
+			// runs): a loaded machine held the keeper up for longer than the 90ms lease
+			// this had, the lease was lost, no ack was sent and the test waited in vain.
 			go func() {
-				done <- runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 90 * time.Millisecond})
+				done <- runSup(t, context.Background(), src, o, consumer.Options{Count: 1, Lease: 3 * time.Second})
 			}()
 			want := 3
 			if extend == 410 {
