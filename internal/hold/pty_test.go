@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -805,11 +803,12 @@ func TestHoldModeQuitBoundsADeadLetterProduceByTheGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In front of the broker, a node that takes a produce and never answers it.
-	target, _ := url.Parse(b.URL())
-	proxy := httputil.NewSingleHostReverseProxy(target)
+	// In front of the broker, a node that takes a produce and never answers it. The
+	// rest is the broker's own handler, in this process: the give-back after the grace
+	// has one prompt try (consumer.Options.LastTry), and a proxy's hop to the broker's
+	// listener made it the more likely to miss it on a loaded machine.
 	hung := make(chan struct{})
-	var produces atomic.Int32
+	var produces, givebacks atomic.Int32
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/produce") {
 			produces.Add(1)
@@ -819,7 +818,10 @@ func TestHoldModeQuitBoundsADeadLetterProduceByTheGrace(t *testing.T) {
 			}
 			return
 		}
-		proxy.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/ack") && r.URL.Query().Get("extend") == "0" {
+			givebacks.Add(1)
+		}
+		b.Handler().ServeHTTP(w, r)
 	}))
 	defer front.Close()
 	defer close(hung)
@@ -829,14 +831,28 @@ func TestHoldModeQuitBoundsADeadLetterProduceByTheGrace(t *testing.T) {
 	waitFor(t, "a produce on its way", func() bool { return produces.Load() >= 1 }, s.scr.text)
 	s.press("q")
 	s.waitScreen("quitting: 1 dead-letter copy retried, giving up in ")
-	if code := s.exit(); code != 0 {
-		t.Errorf("exit %d, want 0 (nothing settled, the message given back); screen:\n%s", code, s.scr.text())
+	code := s.exit()
+	after := s.scr.afterScreen()
+	if givebacks.Load() != 1 {
+		t.Errorf("%d give-backs reached the node, want the message given back once", givebacks.Load())
 	}
-	if after := s.scr.afterScreen(); !strings.Contains(after, "acked 0, nacked 0, given back 1\r\n") {
-		t.Errorf("summary: %q", after)
+	st := stats(t, b, "orders")
+	if st.Acked() != 0 || stats(t, b, "dlq").Available() != 0 {
+		t.Errorf("orders acked %d, dlq holds %d: want nothing settled", st.Acked(), stats(t, b, "dlq").Available())
 	}
-	if st := stats(t, b, "orders"); st.Acked() != 0 || st.InFlight() != 0 {
-		t.Errorf("orders: acked %d, in flight %d", st.Acked(), st.InFlight())
+	// The give-back is sent once the grace is over, with one prompt try: it lands, or,
+	// on a machine too loaded to answer within that try, it is named for pasting and
+	// the exit is 1. Both are the product's answer; the first is the usual one.
+	switch {
+	case code == 0:
+		if !strings.Contains(after, "acked 0, nacked 0, given back 1\r\n") || st.InFlight() != 0 {
+			t.Errorf("summary %q, in flight %d: want the message given back", after, st.InFlight())
+		}
+	case code == 1 && strings.Contains(after, "acked 0, nacked 0, not confirmed 1\r\n") &&
+		strings.Contains(after, "narad: 1 nack not confirmed by the node; to send again, paste:\r\nnarad nack orders - <<'EOF'\r\n"):
+		t.Logf("the give-back was not answered within its one try on this machine: %q", after)
+	default:
+		t.Errorf("exit %d, want 0 (nothing settled, the message given back); screen:\n%s\nafter it: %q", code, s.scr.text(), after)
 	}
 }
 
