@@ -91,10 +91,9 @@ func BenchmarkAckEncode(b *testing.B) {
 	}
 }
 
-// BenchmarkSingleConsumeAck is one message from a node older than v3.1: a consume in
-// the single-message shape and its ack, each a request of its own, against a local
-// server. What the client spends per request shows here.
-func BenchmarkSingleConsumeAck(b *testing.B) {
+// singleMessageNode is a local server that answers every consume with one message in
+// the shape of a node older than v3.1, and every ack with 204.
+func singleMessageNode(b *testing.B) *httptest.Server {
 	msg := []byte(`{"topic":"orders","partition":1,"offset":7,"payload":"7","timestamp":1790623277,"receipt_handle":"1:7:3327358780392153864"}`)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -104,7 +103,15 @@ func BenchmarkSingleConsumeAck(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(msg)
 	}))
-	defer srv.Close()
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// BenchmarkSingleConsumeAck is one message from a node older than v3.1: a consume in
+// the single-message shape and its ack, each a request of its own, against a local
+// server. What the client spends per request shows here.
+func BenchmarkSingleConsumeAck(b *testing.B) {
+	srv := singleMessageNode(b)
 	c, err := New(Config{BaseURL: srv.URL})
 	if err != nil {
 		b.Fatal(err)
@@ -127,16 +134,7 @@ func BenchmarkSingleConsumeAck(b *testing.B) {
 // older-node baseline does it, with nothing of the client's: what the client layer
 // costs a message on an older node is the difference.
 func BenchmarkSingleConsumeAckRawHTTP(b *testing.B) {
-	msg := []byte(`{"topic":"orders","partition":1,"offset":7,"payload":"7","timestamp":1790623277,"receipt_handle":"1:7:3327358780392153864"}`)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(msg)
-	}))
-	defer srv.Close()
+	srv := singleMessageNode(b)
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	do := func(method, u string) []byte {
 		req, err := http.NewRequest(method, u, bytes.NewReader(nil))
