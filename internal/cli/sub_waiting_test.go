@@ -69,24 +69,24 @@ func TestWaitingForCountSaysSo(t *testing.T) {
 // the filter failed on): a filter with a typo, or wrong for the data, must not look
 // like a quiet topic. The canary (--peek -- COMMAND) says it as --peek does.
 func TestWaitingWithAFilterSaysWhatItRead(t *testing.T) {
-	// Long enough for the four messages there to be read before it: the line counts
-	// what was read by then.
-	said := shortWaitingNotice(t, 300*time.Millisecond)
+	// Long enough for the four messages there to be read before it, on a loaded
+	// machine too (a read takes milliseconds): the line counts what was read by then.
+	said := shortWaitingNotice(t, time.Second)
 	hint := " (--timeout D stops waiting)\n"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "3", "--grep", "a"},
-			"no match for 300ms, 2 of --count 3 so far, 2 read without a match" + hint},
+			"no match for 1s, 2 of --count 3 so far, 2 read without a match" + hint},
 		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "1", "--filter", ".payload.n.x", "-o", "json"},
-			"no match for 300ms, 0 of --count 1 so far, 4 read without a match (--filter failed on 4)" + hint},
+			"no match for 1s, 0 of --count 1 so far, 4 read without a match (--filter failed on 4)" + hint},
 		{[]string{"replay", "t", "--follow", "--count", "1", "--grep", "nothing-matches"},
-			"no match for 300ms, 0 of --count 1 so far, 4 read without a match\n"},
+			"no match for 1s, 0 of --count 1 so far, 4 read without a match\n"},
 		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "3", "--grep", "a", "--", "true"},
-			"no match for 300ms, 2 of --count 3 so far, 2 read without a match" + hint},
+			"no match for 1s, 2 of --count 3 so far, 2 read without a match" + hint},
 		{[]string{"sub", "t", "--peek", "--from-beginning", "--count", "5", "--", "true"},
-			"nothing for 300ms, 4 of --count 5 so far" + hint},
+			"nothing for 1s, 4 of --count 5 so far" + hint},
 	} {
 		b := subBroker(t, "a", "ab", "b", `{"n":1}`)
 		r := runTTY(t, false, false, stopWhen(said), append([]string{"-s", b.URL()}, tc.args...)...)
@@ -106,7 +106,7 @@ func TestWaitingWithAFilterSaysWhatItRead(t *testing.T) {
 // longer delay keeps the moment between its give-back and its second take, holding
 // nothing, well short of it.)
 func TestWaitingInExecModeCountsFinished(t *testing.T) {
-	said := shortWaitingNotice(t, 300*time.Millisecond)
+	said := shortWaitingNotice(t, time.Second)
 	b := subBroker(t, "a")
 	if err := b.CreateTopic(devbroker.TopicSpec{Name: "dlq"}); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestWaitingInExecModeCountsFinished(t *testing.T) {
 	r := runTTY(t, false, false, stopWhen(said), "-s", b.URL(), "sub", "t", "--count", "2",
 		"--max-attempts", "3", "--dead-letter", "dlq", "--",
 		"sh", "-c", `test -e "$0" || { touch "$0"; exit 1; }`, mark)
-	want := "narad: waiting on t: nothing for 300ms, 1 of --count 2 so far (--timeout D stops waiting)\n"
+	want := "narad: waiting on t: nothing for 1s, 1 of --count 2 so far (--timeout D stops waiting)\n"
 	if strings.Count(r.stderr, want) != 1 {
 		t.Errorf("stderr:\n%s\nwant once: %s", r.stderr, want)
 	}
