@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/narad/narad/internal/chans"
 )
 
 // pipeProbe sees into the pipe a Printer writes to (pipe_linux.go).
@@ -108,7 +110,8 @@ type pipeState struct {
 	// none): the line in the pipe goes back then, as a last try.
 	graceOver <-chan struct{}
 	// stop is the run's early stop (nil if it has none): what waits behind the line in
-	// the pipe goes back when it closes (see giveBackAtStop).
+	// the pipe goes back when it closes (see giveBackAtStop), and nothing more is
+	// queued after it.
 	stop <-chan struct{}
 
 	start sync.Once
@@ -136,11 +139,10 @@ type pipeState struct {
 	// closing: the loop hands over nothing more (Finish); the writer ends once it has
 	// written and seen taken what it has. ended: the pipe is given up (reader gone,
 	// a write failed, or the run gave back what waited): nothing is written any more.
-	// stopped: the run's early stop came; nothing more is queued.
-	closing, ended, stopped bool
-	wake                    chan struct{} // cap 1: a line was queued, or the run changed state
-	changed                 chan struct{} // closed and replaced when the held lines shrink, if watched
-	watched                 bool          // someone waits on changed (slots, drain)
+	closing, ended bool
+	wake           chan struct{} // cap 1: a line was queued, or the run changed state
+	changed        chan struct{} // closed and replaced when the held lines shrink, if watched
+	watched        bool          // someone waits on changed (slots, drain)
 	// taken are lines the reader took whose acks wait to go out together: one ack
 	// request and one acker wake-up per line made a pipe drain several times slower.
 	// They go to the ackers at a full batch, whenever the writer would wait (nothing
@@ -175,20 +177,16 @@ func (ps *pipeState) run() {
 func (ps *pipeState) giveBackAtStop() {
 	select {
 	case <-ps.stop:
+		ps.giveBackQueued()
 	case <-ps.wroteAll:
-		return
 	}
-	ps.mu.Lock()
-	ps.stopped = true
-	ps.mu.Unlock()
-	ps.giveBackQueued()
 }
 
 // push queues lines for the writer. False means the pipe was given up: nothing was
 // queued, and the caller gives them back.
 func (ps *pipeState) push(ls []pipeLine) bool {
 	ps.mu.Lock()
-	if ps.ended || ps.closing || ps.stopped {
+	if ps.ended || ps.closing || chans.Closed(ps.stop) {
 		ps.mu.Unlock()
 		return false
 	}
@@ -596,14 +594,6 @@ func (ps *pipeState) finish(ctx context.Context, stopping <-chan struct{}) {
 	ps.probe.restore()
 }
 
-// stoppedOnly reports that lines are refused because of the run's stop, with the pipe
-// itself still there.
-func (ps *pipeState) stoppedOnly() bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.stopped && !ps.ended
-}
-
 // giveBackQueued gives back the lines not yet in the pipe, but for the one that will
 // confirm a page the reader has (or may yet) take.
 func (ps *pipeState) giveBackQueued() {
@@ -662,26 +652,23 @@ func (ps *pipeState) handle(ctx context.Context, p *Printer, ds []Delivery) erro
 		start = end
 	}
 	_ = NackAll(ds[len(ends):], GiveBack)
-	if !ps.push(ls) {
+	queued := ps.push(ls)
+	if !queued {
 		_ = NackAll(linesOf(ls), GiveBack)
-		if err := ps.writeErr(); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
-		if !ps.stoppedOnly() {
-			return fmt.Errorf("%w: the reader went away", ErrOutputClosed)
-		}
-		// The stop came while these were rendered (it may have cut the rendering,
-		// which is said as at any other stop): they went back with the rest.
-		if renderErr != nil && p.cut(renderErr, ds[len(ends)].Message()) {
-			return fmt.Errorf("%w: %w", ErrStopped, renderErr)
-		}
-		return fmt.Errorf("%w: rendered after the stop", ErrStopped)
 	}
 	if err := ps.writeErr(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
+	if !queued && (chans.Closed(ps.gone) || !chans.Closed(ps.stop)) {
+		return fmt.Errorf("%w: the reader went away", ErrOutputClosed)
+	}
+	// A stop that came while these were rendered may have cut the rendering: said as
+	// at any other stop, whether the lines before it were queued or refused.
 	if renderErr != nil && p.cut(renderErr, ds[len(ends)].Message()) {
 		return fmt.Errorf("%w: %w", ErrStopped, renderErr)
+	}
+	if !queued {
+		return fmt.Errorf("%w: rendered after the stop", ErrStopped)
 	}
 	if renderErr != nil {
 		// The run ends on it: the lines before it still go out first, as they would
