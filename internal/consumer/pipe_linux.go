@@ -1,4 +1,7 @@
-//go:build linux
+//go:build linux && !narad_pipe_as_file
+
+// Built with -tags narad_pipe_as_file, narad takes a pipe for a file (pipe_other.go):
+// bench/run builds it so to measure, side by side, the most an exact pipe could reach.
 
 package consumer
 

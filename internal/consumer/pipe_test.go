@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !narad_pipe_as_file
 
 package consumer_test
 
